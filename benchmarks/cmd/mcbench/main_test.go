@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unbounded", []string{"-n", "0"}, 1, "bounded"},
+		{"bad ratio", []string{"-ratio", "x"}, 1, "ratio"},
+		{"bad size", []string{"-size", "a"}, 1, "value size"},
+		{"bad dist", []string{"-dist", "x"}, 1, "distribution"},
+		{"extra args", []string{"foo"}, 2, "unexpected"},
+		{"unknown flag", []string{"-nope"}, 2, "not defined"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.msg) {
+				t.Errorf("run(%q) = %d, stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+// TestAgainstMemcached runs mcbench end to end against the real memcached.
+func TestAgainstMemcached(t *testing.T) {
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		t.Skip("memcached not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	args := []string{"-p", strconv.Itoa(port), "-l", "127.0.0.1", "-U", "0", "-t", "1", "-m", "64"}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "root")
+	}
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Skipf("memcached: %v", err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for i := 0; i < 250; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"-addr", addr, "-c", "2", "-d", "4", "-n", "2000", "-keys", "500", "-preload", "-flush",
+		"-workload", "lookaside", "-dist", "zipf", "-json", jsonPath, "-strict", "-progress=false"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "hit ratio 1.0000") || !strings.Contains(errb.String(), "preloaded 500 keys") {
+		t.Errorf("preloaded look-aside run should hit every time:\n%s\n%s", out.String(), errb.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil || !strings.Contains(string(b), `"req_per_sec"`) {
+		t.Errorf("json: %v\n%s", err, b)
+	}
+}

@@ -1,0 +1,102 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrUnavailable marks a target whose server binary could not be obtained;
+// the harness skips such targets and says why.
+var ErrUnavailable = errors.New("harness: server unavailable")
+
+// BuildTandem builds ./cmd/tandem of the module rooted at repo into dir and
+// returns the binary's path.
+func BuildTandem(ctx context.Context, repo, dir string) (string, error) {
+	srcs, _ := filepath.Glob(filepath.Join(repo, "cmd", "tandem", "*.go"))
+	if len(srcs) == 0 {
+		return "", fmt.Errorf("%w: %s has no Go files yet", ErrUnavailable, filepath.Join(repo, "cmd", "tandem"))
+	}
+	out := filepath.Join(dir, "tandem")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/tandem")
+	cmd.Dir = repo
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w: go build ./cmd/tandem: %v\n%s", ErrUnavailable, err, lastLines(string(b), 15))
+	}
+	return out, nil
+}
+
+// FindMemcached returns the path of the memcached binary. When it is missing
+// and install is set and the harness runs as root, it installs the Debian
+// package first (progress goes to log).
+func FindMemcached(ctx context.Context, install bool, log io.Writer) (string, error) {
+	if p, err := exec.LookPath("memcached"); err == nil {
+		return p, nil
+	}
+	if p := "/usr/bin/memcached"; fileExists(p) {
+		return p, nil
+	}
+	if !install {
+		return "", fmt.Errorf("%w: memcached is not installed (apt-get install -y memcached)", ErrUnavailable)
+	}
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("%w: memcached is not installed and the harness is not root: "+
+			"run `sudo apt-get install -y memcached`", ErrUnavailable)
+	}
+	fmt.Fprintln(log, "harness: memcached missing: apt-get install -y memcached")
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	install1 := func() error {
+		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "memcached")
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.Stdout, cmd.Stderr = log, log
+		return cmd.Run()
+	}
+	if err := install1(); err != nil {
+		upd := exec.CommandContext(ctx, "apt-get", "update")
+		upd.Stdout, upd.Stderr = log, log
+		_ = upd.Run()
+		if err := install1(); err != nil {
+			return "", fmt.Errorf("%w: apt-get install memcached: %v", ErrUnavailable, err)
+		}
+	}
+	if p, err := exec.LookPath("memcached"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: memcached still missing after apt-get install", ErrUnavailable)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// lastLines returns at most n trailing lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// FindRepo walks up from dir to the directory holding the module's go.mod.
+func FindRepo(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/tandemcache/tandem") {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("harness: no tandem go.mod above %s (use --repo)", dir)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Table cell formatting shared by the scenarios.
+
+// thousands formats v rounded to an integer with comma separators.
+func thousands(v float64) string {
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// rate formats a throughput median with its spread, e.g. "45,120 ±3%".
+func rate(s Stat) string {
+	if s.N == 0 {
+		return "–"
+	}
+	if s.N < 2 {
+		return thousands(s.Median)
+	}
+	return fmt.Sprintf("%s ±%.0f%%", thousands(s.Median), s.SpreadPct()/2)
+}
+
+// ratio formats a ratio against memcached, or "–".
+func ratio(a *PhaseAgg) string {
+	if a.Ratio == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fx", a.Ratio)
+}
+
+// us formats microseconds.
+func us(v float64) string {
+	switch {
+	case v == 0:
+		return "–"
+	case v < 100:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return thousands(v)
+}
+
+// pct formats a CPU percentage median.
+func pct(s Stat) string {
+	if s.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%", s.Median)
+}
+
+// Column constructors used by several scenarios.
+
+func colPoint(h string) Column {
+	return Column{h, func(r *Row) string { return r.Point }}
+}
+
+func colRate(h, phase string) Column {
+	return Column{h, func(r *Row) string { return rate(r.Phase(phase).ReqPerSec) }}
+}
+
+func colRatio(h, phase string) Column {
+	return Column{h, func(r *Row) string { return ratio(r.Phase(phase)) }}
+}
+
+func colLat(h, phase string, f func(LatAgg) float64) Column {
+	return Column{h, func(r *Row) string { return us(f(r.Phase(phase).MainLatency())) }}
+}
+
+func colCPU(phase string) Column {
+	return Column{"server CPU", func(r *Row) string { return pct(r.Phase(phase).ServerCPUPct) }}
+}
+
+func colClientCPU(phase string) Column {
+	return Column{"client CPU", func(r *Row) string { return pct(r.Phase(phase).ClientCPUPct) }}
+}
+
+func colRSS(phase string) Column {
+	return Column{"server RSS MB", func(r *Row) string { return fmt.Sprintf("%.1f", r.Phase(phase).ServerRSSMB) }}
+}
+
+func colErrors(phases ...string) Column {
+	return Column{"errors", func(r *Row) string {
+		var n int64
+		for _, p := range phases {
+			n += r.Phase(p).Errors
+		}
+		return strconv.FormatInt(n, 10)
+	}}
+}

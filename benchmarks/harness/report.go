@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Report is everything one scenario run produced; it is written as
+// <scenario>.json, rendered as <scenario>.md, and plotted.
+type Report struct {
+	Scenario    string         `json:"scenario"`
+	Title       string         `json:"title"`
+	Reproduces  string         `json:"reproduces"`
+	Notes       []string       `json:"notes,omitempty"`
+	Profile     Profile        `json:"profile"`
+	Reps        int            `json:"repetitions"`
+	Started     time.Time      `json:"started"`
+	DurationSec float64        `json:"duration_sec"`
+	Machine     Machine        `json:"machine"`
+	Limits      ServerLimits   `json:"server_limits"`
+	ServerCPUs  string         `json:"server_cpus,omitempty"`
+	ClientCPUs  string         `json:"client_cpus,omitempty"`
+	Targets     []TargetStatus `json:"targets"`
+	Points      []Point        `json:"points"`
+	Rows        []*Row         `json:"rows"`
+	Runs        []Measurement  `json:"runs"`
+	Plots       []string       `json:"plots,omitempty"`
+}
+
+func newReport(sc *Scenario, o *Options, m Machine, targets []TargetStatus, runs []Measurement, start time.Time) *Report {
+	measured := make([]Target, 0, len(targets))
+	for _, t := range targets {
+		if t.Measured {
+			measured = append(measured, t.Target)
+		}
+	}
+	return &Report{
+		Scenario:    sc.Name,
+		Title:       sc.Title,
+		Reproduces:  sc.Reproduces,
+		Notes:       sc.Notes,
+		Profile:     o.Profile,
+		Reps:        o.reps(),
+		Started:     start.UTC(),
+		DurationSec: time.Since(start).Seconds(),
+		Machine:     m,
+		Limits:      o.Limits,
+		ServerCPUs:  o.ServerCPUs,
+		ClientCPUs:  o.ClientCPUs,
+		Targets:     targets,
+		Points:      sc.Points,
+		Rows:        Aggregate(sc, measured, runs),
+		Runs:        runs,
+	}
+}
+
+// Measured returns the names of the targets that were measured.
+func (r *Report) Measured() []string {
+	var n []string
+	for _, t := range r.Targets {
+		if t.Measured {
+			n = append(n, t.Name)
+		}
+	}
+	return n
+}
+
+// Write writes <dir>/<scenario>.json and .md, and the plots when asked.
+// Plot failures are reported in the Markdown, not fatal.
+func (r *Report) Write(dir string, sc *Scenario, plots bool) error {
+	var plotErr error
+	if plots && len(r.Rows) > 0 {
+		r.Plots, plotErr = writePlots(dir, sc, r.Rows)
+	}
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, sc.Name+".json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	md := renderMarkdown(r, sc, plotErr)
+	return os.WriteFile(filepath.Join(dir, sc.Name+".md"), []byte(md), 0o644)
+}
+
+// fmtDuration renders seconds as "1m23s".
+func fmtDuration(sec float64) string {
+	return (time.Duration(sec) * time.Second).Round(time.Second).String()
+}

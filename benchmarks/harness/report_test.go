@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReportWrite renders every scenario's report and plots from synthetic
+// measurements, without starting any server.
+func TestReportWrite(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{Profile: Quick}
+	o.fill()
+	for _, sc := range Scenarios(Quick) {
+		targets := []TargetStatus{
+			{Target: MemcachedTarget(1), Measured: true, Version: "1.6.18", Command: []string{"memcached", "-t", "1"}},
+			{Target: TandemTarget("pool", 1, 0), Measured: true},
+			{Target: TandemTarget("inline", 1, 0), Skipped: "harness: server unavailable: build failed"},
+			{Target: TandemTarget("goroutine", 1, 0), Skipped: "harness: server unavailable: build failed"},
+		}
+		var runs []Measurement
+		for rep := range 2 {
+			for _, tg := range targets[:2] {
+				for i, p := range sc.Points {
+					for _, ph := range p.Phases {
+						m := meas(tg.Name, p.Label, ph.Name, float64(1000*(i+1)+100*rep), 50)
+						m.Rep = rep
+						runs = append(runs, m)
+					}
+				}
+			}
+		}
+		rep := newReport(&sc, o, Machine{NumCPU: 2, Date: "now"}, targets, runs, time.Now())
+		if err := rep.Write(dir, &sc, true); err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		md, err := os.ReadFile(filepath.Join(dir, sc.Name+".md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"| memcached-t1 |", "| tandem-pool-t1 |", "**not measured** (reason 1)",
+			"build failed", "same 2 CPUs", "1.00x", "go run ./benchmarks/cmd/harness --scenario " + sc.Name} {
+			if !strings.Contains(string(md), want) {
+				t.Errorf("%s.md lacks %q", sc.Name, want)
+			}
+		}
+		if strings.Count(string(md), "build failed") != 1 {
+			t.Errorf("%s.md repeats the shared skip reason", sc.Name)
+		}
+		if len(rep.Plots) == 0 {
+			t.Errorf("%s: no plots", sc.Name)
+		}
+		for _, p := range rep.Plots {
+			if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() == 0 {
+				t.Errorf("plot %s: %v", p, err)
+			}
+		}
+		var back Report
+		b, _ := os.ReadFile(filepath.Join(dir, sc.Name+".json"))
+		if err := json.Unmarshal(b, &back); err != nil || len(back.Rows) != len(rep.Rows) {
+			t.Errorf("%s.json does not round-trip: %v", sc.Name, err)
+		}
+	}
+}

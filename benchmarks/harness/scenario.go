@@ -1,0 +1,124 @@
+package harness
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tandemcache/tandem/benchmarks/loadgen"
+)
+
+// Profile scales every scenario: Quick runs in seconds (CI), Default in
+// minutes on a 2-core machine, Full uses the published benchmarks' counts.
+type Profile string
+
+// Profiles.
+const (
+	Quick   Profile = "quick"
+	Default Profile = "default"
+	Full    Profile = "full"
+)
+
+// pick returns the value for p.
+func pick[T any](p Profile, quick, def, full T) T {
+	switch p {
+	case Quick:
+		return quick
+	case Full:
+		return full
+	}
+	return def
+}
+
+// Phase is one loadgen run inside a point.
+type Phase struct {
+	Name   string         `json:"name"`
+	Report bool           `json:"report"` // false: setup (preload), left out of tables
+	Flush  bool           `json:"flush"`  // flush_all before the phase
+	Load   loadgen.Config `json:"load"`   // Addr, HardCap and Progress are set by the runner
+}
+
+// Point is one x-axis value of a scenario: phases run in order against one
+// server.
+type Point struct {
+	Label  string  `json:"label"`
+	Group  string  `json:"group,omitempty"` // points of one group share a plot line set
+	X      float64 `json:"x"`
+	Phases []Phase `json:"phases"`
+}
+
+// Column is one column of a scenario's table.
+type Column struct {
+	Header string
+	Cell   func(r *Row) string
+}
+
+// Scenario is one benchmark, reproducing a published one.
+type Scenario struct {
+	Name       string   // file name stem: results/<Name>.json
+	Title      string   // heading
+	Reproduces string   // which published benchmark, and how
+	Notes      []string // assumptions and deviations
+	XLabel     string   // meaning of Point.X
+	LogX       bool     // plot X on a log scale
+	Bars       bool     // categorical points: plot bars instead of lines
+	Targets    []Target // nil: the run's target matrix
+	Points     []Point
+	Columns    []Column
+	PlotPhases []string // phases whose throughput is plotted
+	// LatencyPhase and LatencyPoint select what the latency plot shows
+	// (LatencyPoint "" = the last point).
+	LatencyPhase, LatencyPoint string
+}
+
+// baseLoad is the loadgen configuration every scenario starts from.
+func baseLoad(conns int) loadgen.Config {
+	c := loadgen.DefaultConfig()
+	c.Conns, c.Depth = conns, 1
+	c.Verify = true
+	c.IOTimeout = 30 * time.Second
+	return c
+}
+
+// setPhase sets keys [0, n) once each, split over conns connections.
+func setPhase(name string, report bool, conns, depth int, n uint64, prefix string, sizes []int) Phase {
+	c := baseLoad(conns)
+	c.Depth = depth
+	c.Dist, c.Keys, c.Requests = loadgen.Sequential, n, int64(n)
+	c.SetRatio, c.GetRatio = 1, 0
+	c.KeyPrefix, c.ValueSizes = prefix, sizes
+	return Phase{Name: name, Report: report, Flush: true, Load: c}
+}
+
+// getPhase reads keys [0, n) once each, split over conns connections.
+func getPhase(name string, conns int, n uint64, prefix string, sizes []int) Phase {
+	c := baseLoad(conns)
+	c.Dist, c.Keys, c.Requests = loadgen.Sequential, n, int64(n)
+	c.SetRatio, c.GetRatio = 0, 1
+	c.KeyPrefix, c.ValueSizes = prefix, sizes
+	return Phase{Name: name, Report: true, Load: c}
+}
+
+// timedMix runs a uniform set:get mix for d over keys [0, n).
+func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phase {
+	c := baseLoad(conns)
+	c.Keys, c.Requests, c.Duration = n, 0, d
+	c.SetRatio, c.GetRatio = set, get
+	c.ValueSizes = []int{size}
+	return Phase{Name: "mixed", Report: true, Load: c}
+}
+
+// Scenarios returns the five scenarios at profile p, in run order.
+func Scenarios(p Profile) []Scenario {
+	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p)}
+}
+
+// ScenarioNames lists the scenario names in run order.
+func ScenarioNames() []string {
+	var n []string
+	for _, s := range Scenarios(Quick) {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+func itoaLabel(prefix string, v int) string { return fmt.Sprintf("%s%d", prefix, v) }

@@ -1,0 +1,220 @@
+package harness
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tandemcache/tandem/benchmarks/loadgen"
+)
+
+// threadSweep: scenario 1.
+func threadSweep(p Profile) Scenario {
+	n := pick[uint64](p, 2_000, 50_000, 500_000)
+	threads := pick(p, []int{1, 2}, []int{1, 2, 4, 6, 8, 10}, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+	sc := Scenario{
+		Name:  "threads",
+		Title: "1. Thread sweep: N sets then N gets over 1..10 client threads",
+		Reproduces: fmt.Sprintf("the spcached post's `MemCachedThreadBench <runs> <start> <port> <threads>`: "+
+			"%s sets, then %s gets of the same keys, split evenly over T client threads "+
+			"(one connection each, blocking requests); ReqPerSecond for set and for get.",
+			thousands(float64(n)), thousands(float64(n))),
+		Notes: []string{
+			"Keys are set once each, so every get must hit and every value is verified.",
+			"Value size 32 bytes (the post does not state it; 32 B is the size of the project's performance goals).",
+		},
+		XLabel:     "client threads (connections)",
+		PlotPhases: []string{"set", "get"},
+		Columns: []Column{
+			colPoint("threads"),
+			colRate("set req/s", "set"), colRatio("set vs mc", "set"),
+			colRate("get req/s", "get"), colRatio("get vs mc", "get"),
+			colLat("get p99 µs", "get", func(l LatAgg) float64 { return l.P99Us }),
+			colCPU("get"), colErrors("set", "get"),
+		},
+		LatencyPhase: "get",
+	}
+	for _, t := range threads {
+		sc.Points = append(sc.Points, Point{
+			Label: itoaLabel("", t), X: float64(t),
+			Phases: []Phase{
+				setPhase("set", true, t, 1, n, "ts:", []int{32}),
+				getPhase("get", t, n, "ts:", []int{32}),
+			},
+		})
+	}
+	return sc
+}
+
+// valueSizes are the sizes of the Java client comparison (powers of ~2.08).
+var valueSizes = []int{2, 4, 9, 19, 39, 81, 168, 350, 729, 1516, 3154, 6561, 13647, 28388, 59049}
+
+// sizeSweep: scenario 2.
+func sizeSweep(p Profile) Scenario {
+	n := pick[uint64](p, 200, 2000, 2000)
+	sizes := pick(p, []int{2, 729, 59049}, valueSizes, valueSizes)
+	sc := Scenario{
+		Name:  "sizes",
+		Title: "2. Value-size sweep: 2,000 values stored then fetched, 2 B to 59,049 B",
+		Reproduces: fmt.Sprintf("a Java client comparison: %s values written then read back at each size "+
+			"(%v bytes) with 1 and 4 client threads; store ms, fetch ms, KB/s, fetches/s.",
+			thousands(float64(n)), sizes),
+		Notes: []string{
+			"KB/s counts value bytes fetched per second of the fetch phase (KB = 1024 B).",
+			"Each size uses its own key prefix and the server is flushed before the store phase.",
+		},
+		XLabel:     "value size (bytes)",
+		LogX:       true,
+		PlotPhases: []string{"store", "fetch"},
+		Columns: []Column{
+			{"threads", func(r *Row) string { return r.Group }},
+			{"size B", func(r *Row) string { return thousands(r.X) }},
+			{"store ms", func(r *Row) string { return fmt.Sprintf("%.1f", r.Phase("store").ElapsedMs.Median) }},
+			{"fetch ms", func(r *Row) string { return fmt.Sprintf("%.1f", r.Phase("fetch").ElapsedMs.Median) }},
+			{"fetch KB/s", func(r *Row) string { return thousands(r.Phase("fetch").ReadKBps.Median) }},
+			colRate("fetches/s", "fetch"), colRatio("fetch vs mc", "fetch"),
+			colErrors("store", "fetch"),
+		},
+		LatencyPhase: "fetch",
+	}
+	for _, threads := range []int{1, 4} {
+		for _, size := range sizes {
+			prefix := fmt.Sprintf("sz%d:", size)
+			sc.Points = append(sc.Points, Point{
+				Label: fmt.Sprintf("%dt/%dB", threads, size),
+				Group: fmt.Sprintf("%d", threads),
+				X:     float64(size),
+				Phases: []Phase{
+					setPhase("store", true, threads, 1, n, prefix, []int{size}),
+					getPhase("fetch", threads, n, prefix, []int{size}),
+				},
+			})
+		}
+	}
+	return sc
+}
+
+// singleConn: scenario 3.
+func singleConn(p Profile) Scenario {
+	n := pick[int64](p, 2_000, 100_000, 500_000)
+	mk := func(keys uint64) Phase {
+		c := baseLoad(1)
+		c.Keys, c.Requests, c.Dist = keys, n, loadgen.Uniform
+		c.SetRatio, c.GetRatio = 1, 1
+		c.ValueSizes = []int{32}
+		return Phase{Name: "mixed", Report: true, Flush: true, Load: c}
+	}
+	return Scenario{
+		Name:  "single",
+		Title: "3. Single connection: one key, then many keys",
+		Reproduces: fmt.Sprintf("the lserver post: one client connection issuing blocking set/get pairs, "+
+			"first on one key, then over 100,000 keys; requests/s, mean response time, server CPU%% and RSS. "+
+			"%s requests per case.", thousands(float64(n))),
+		Notes: []string{
+			"set:get 1:1 with 32-byte values; 'many keys' draws keys uniformly, so early gets miss.",
+			"Server CPU is the server's user+system time over the phase's wall time (100% = one core).",
+		},
+		XLabel:     "case",
+		Bars:       true,
+		PlotPhases: []string{"mixed"},
+		Columns: []Column{
+			colPoint("case"),
+			colRate("req/s", "mixed"), colRatio("vs mc", "mixed"),
+			colLat("mean µs", "mixed", func(l LatAgg) float64 { return l.MeanUs }),
+			colLat("p99 µs", "mixed", func(l LatAgg) float64 { return l.P99Us }),
+			colCPU("mixed"), colClientCPU("mixed"), colRSS("mixed"), colErrors("mixed"),
+		},
+		LatencyPhase: "mixed",
+		Points: []Point{
+			{Label: "one key", X: 1, Phases: []Phase{mk(1)}},
+			{Label: "many keys", X: 2, Phases: []Phase{mk(100_000)}},
+		},
+	}
+}
+
+// manyThreads: scenario 4.
+func manyThreads(p Profile) Scenario {
+	conns := pick(p, []int{50, 100}, []int{50, 100, 200, 300, 400}, []int{50, 100, 200, 300, 400})
+	d := pick(p, 300*time.Millisecond, 5*time.Second, 15*time.Second)
+	const keys = 10_000
+	sc := Scenario{
+		Name:  "many",
+		Title: "4. Many client threads: 50 to 400 connections, 8-byte values",
+		Reproduces: fmt.Sprintf("the 66,000 TPS post: 50, 100, 200, 300 and 400 client threads, "+
+			"each a blocking connection, 8-byte values; transactions (requests) per second over %v per point.", d),
+		Notes: []string{
+			"set:get 1:1 over 10,000 keys preloaded before each point (the post's mix is not stated).",
+		},
+		XLabel:     "client threads (connections)",
+		PlotPhases: []string{"mixed"},
+		Columns: []Column{
+			colPoint("threads"),
+			colRate("TPS", "mixed"), colRatio("vs mc", "mixed"),
+			colLat("p50 µs", "mixed", func(l LatAgg) float64 { return l.P50Us }),
+			colLat("p99 µs", "mixed", func(l LatAgg) float64 { return l.P99Us }),
+			colLat("p99.9 µs", "mixed", func(l LatAgg) float64 { return l.P999Us }),
+			colCPU("mixed"), colErrors("mixed"),
+		},
+		LatencyPhase: "mixed",
+	}
+	for _, c := range conns {
+		sc.Points = append(sc.Points, Point{
+			Label: itoaLabel("", c), X: float64(c),
+			Phases: []Phase{
+				setPhase("load", false, 16, 16, keys, "key:", []int{8}),
+				timedMix(c, keys, 1, 1, 8, d),
+			},
+		})
+	}
+	return sc
+}
+
+// FairnessTargets are scenario 5's targets: the machinery cost at -t 1
+// (inline against pool with one worker) and every mode at -t 2.
+func FairnessTargets() []Target {
+	return []Target{
+		TandemTarget("inline", 1, 0), TandemTarget("pool", 1, 1), MemcachedTarget(1),
+		TandemTarget("pool", 2, 0), TandemTarget("inline", 2, 0), TandemTarget("goroutine", 2, 0), MemcachedTarget(2),
+	}
+}
+
+// fairness: scenario 5.
+func fairness(p Profile) Scenario {
+	conns := pick(p, []int{1, 200}, []int{1, 50, 200, 1000}, []int{1, 50, 200, 1000})
+	d := pick(p, 300*time.Millisecond, 5*time.Second, 15*time.Second)
+	keys := pick[uint64](p, 5_000, 100_000, 100_000)
+	sc := Scenario{
+		Name:  "fairness",
+		Title: "5. Fairness: the same code single- and multi-threaded",
+		Reproduces: "the reply to the spcached post: compare like with like. `inline -t 1` against " +
+			"`pool -t 1 --workers 1` isolates the cost of the half-sync/half-async machinery; every mode at `-t 2` " +
+			fmt.Sprintf("with many connections (each bound to one event loop) against memcached `-t 2`. "+
+				"Get-heavy set:get 1:10, 32-byte values over %s preloaded keys, %v per point.", thousands(float64(keys)), d),
+		Notes: []string{
+			"This is the workload of the performance goals: pool >= 1.0x and inline >= 1.1x memcached at 200 and 1,000 connections, p99 no worse.",
+		},
+		XLabel:     "connections",
+		LogX:       true,
+		Targets:    FairnessTargets(),
+		PlotPhases: []string{"mixed"},
+		Columns: []Column{
+			colPoint("conns"),
+			colRate("req/s", "mixed"), colRatio("vs mc", "mixed"),
+			colLat("p50 µs", "mixed", func(l LatAgg) float64 { return l.P50Us }),
+			colLat("p99 µs", "mixed", func(l LatAgg) float64 { return l.P99Us }),
+			colLat("p99.9 µs", "mixed", func(l LatAgg) float64 { return l.P999Us }),
+			colCPU("mixed"), colRSS("mixed"), colErrors("mixed"),
+		},
+		LatencyPhase: "mixed",
+		LatencyPoint: "200",
+	}
+	for _, c := range conns {
+		sc.Points = append(sc.Points, Point{
+			Label: itoaLabel("", c), X: float64(c),
+			Phases: []Phase{
+				setPhase("load", false, 16, 16, keys, "key:", []int{32}),
+				timedMix(c, keys, 1, 10, 32, d),
+			},
+		})
+	}
+	return sc
+}

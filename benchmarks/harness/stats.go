@@ -1,0 +1,215 @@
+package harness
+
+import (
+	"math"
+	"slices"
+
+	"github.com/tandemcache/tandem/benchmarks/loadgen"
+)
+
+// Stat summarizes one metric over repetitions.
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+// NewStat summarizes vs (any order; not modified), rounded to 0.1.
+func NewStat(vs []float64) Stat {
+	if len(vs) == 0 {
+		return Stat{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	return Stat{Median: round1(median(s)), Min: round1(s[0]), Max: round1(s[len(s)-1]), N: len(s)}
+}
+
+// round1 rounds to one decimal: results are stored with the precision they
+// have, which keeps the JSON files small.
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// roundSummary rounds a latency summary to 0.1 µs.
+func roundSummary(s loadgen.Summary) loadgen.Summary {
+	s.MeanUs, s.P50Us, s.P90Us = round1(s.MeanUs), round1(s.P50Us), round1(s.P90Us)
+	s.P99Us, s.P999Us, s.MaxUs = round1(s.P99Us), round1(s.P999Us), round1(s.MaxUs)
+	return s
+}
+
+// median of sorted s: the middle value, or the mean of the two middle ones.
+func median(s []float64) float64 {
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// SpreadPct is (max-min)/median in percent: how far apart the repetitions
+// were. 0 with fewer than two repetitions.
+func (s Stat) SpreadPct() float64 {
+	if s.N < 2 || s.Median == 0 {
+		return 0
+	}
+	return 100 * (s.Max - s.Min) / s.Median
+}
+
+// Measurement is one phase of one point on one target in one repetition.
+type Measurement struct {
+	Rep          int                        `json:"rep"`
+	Target       string                     `json:"target"`
+	Point        string                     `json:"point"`
+	Phase        string                     `json:"phase"`
+	ElapsedSec   float64                    `json:"elapsed_sec"`
+	Requests     int64                      `json:"requests"`
+	ReqPerSec    float64                    `json:"req_per_sec"`
+	HitRatio     float64                    `json:"hit_ratio"`
+	BytesRead    int64                      `json:"value_bytes_read"`
+	BytesSent    int64                      `json:"value_bytes_written"`
+	Errors       int64                      `json:"errors"`
+	FirstError   string                     `json:"first_error,omitempty"`
+	HitHardCap   bool                       `json:"hit_hard_cap,omitempty"`
+	Latency      map[string]loadgen.Summary `json:"latency"`
+	ServerCPUPct float64                    `json:"server_cpu_pct"` // 100 = one core busy
+	ClientCPUPct float64                    `json:"client_cpu_pct"` // the harness process itself
+	ServerRSSKB  int64                      `json:"server_rss_kb"`
+	ServerHWMKB  int64                      `json:"server_peak_rss_kb"`
+}
+
+// LatAgg holds per-operation latency medians over repetitions, in µs.
+type LatAgg struct {
+	MeanUs float64 `json:"mean_us"`
+	P50Us  float64 `json:"p50_us"`
+	P99Us  float64 `json:"p99_us"`
+	P999Us float64 `json:"p999_us"`
+	MaxUs  float64 `json:"max_us"`
+}
+
+// PhaseAgg aggregates one phase of one point on one target.
+type PhaseAgg struct {
+	ReqPerSec    Stat              `json:"req_per_sec"`
+	ElapsedMs    Stat              `json:"elapsed_ms"`
+	ReadKBps     Stat              `json:"read_kb_per_sec"` // value bytes read per second / 1024
+	HitRatio     float64           `json:"hit_ratio"`
+	Latency      map[string]LatAgg `json:"latency"`
+	ServerCPUPct Stat              `json:"server_cpu_pct"`
+	ClientCPUPct Stat              `json:"client_cpu_pct"`
+	ServerRSSMB  float64           `json:"server_rss_mb"` // largest over repetitions
+	Errors       int64             `json:"errors"`        // sum over repetitions
+	HitHardCap   bool              `json:"hit_hard_cap,omitempty"`
+	// Ratio is ReqPerSec.Median over the baseline's (memcached at the same
+	// -t); 0 when there is no baseline.
+	Ratio    float64 `json:"ratio_vs_memcached,omitempty"`
+	Baseline string  `json:"baseline,omitempty"`
+}
+
+// MainLatency returns the latency of the phase's dominant operation: get if
+// any gets ran, else set.
+func (a *PhaseAgg) MainLatency() LatAgg {
+	if l, ok := a.Latency["get"]; ok {
+		return l
+	}
+	return a.Latency["set"]
+}
+
+// Row is one target at one point.
+type Row struct {
+	Target Target               `json:"target"`
+	Point  string               `json:"point"`
+	Group  string               `json:"group,omitempty"`
+	X      float64              `json:"x"`
+	Phases map[string]*PhaseAgg `json:"phases"`
+}
+
+// Phase returns the aggregate of phase name, or an empty one.
+func (r *Row) Phase(name string) *PhaseAgg {
+	if a, ok := r.Phases[name]; ok {
+		return a
+	}
+	return &PhaseAgg{}
+}
+
+// aggregate folds the measurements of one target/point/phase.
+func aggregate(ms []Measurement) *PhaseAgg {
+	a := &PhaseAgg{Latency: map[string]LatAgg{}}
+	var rps, el, kb, scpu, ccpu, hr []float64
+	lat := map[string][]loadgen.Summary{}
+	for _, m := range ms {
+		rps = append(rps, m.ReqPerSec)
+		el = append(el, m.ElapsedSec*1e3)
+		if m.ElapsedSec > 0 {
+			kb = append(kb, float64(m.BytesRead)/1024/m.ElapsedSec)
+		}
+		scpu = append(scpu, m.ServerCPUPct)
+		ccpu = append(ccpu, m.ClientCPUPct)
+		hr = append(hr, m.HitRatio)
+		a.ServerRSSMB = max(a.ServerRSSMB, round1(float64(m.ServerRSSKB)/1024))
+		a.Errors += m.Errors
+		a.HitHardCap = a.HitHardCap || m.HitHardCap
+		for op, s := range m.Latency {
+			lat[op] = append(lat[op], s)
+		}
+	}
+	a.ReqPerSec, a.ElapsedMs, a.ReadKBps = NewStat(rps), NewStat(el), NewStat(kb)
+	a.ServerCPUPct, a.ClientCPUPct = NewStat(scpu), NewStat(ccpu)
+	a.HitRatio = math.Round(NewStat(hr).Median*1e4) / 1e4
+	for op, ss := range lat {
+		med := func(f func(loadgen.Summary) float64) float64 {
+			vs := make([]float64, len(ss))
+			for i, s := range ss {
+				vs[i] = f(s)
+			}
+			return NewStat(vs).Median
+		}
+		a.Latency[op] = LatAgg{
+			MeanUs: med(func(s loadgen.Summary) float64 { return s.MeanUs }),
+			P50Us:  med(func(s loadgen.Summary) float64 { return s.P50Us }),
+			P99Us:  med(func(s loadgen.Summary) float64 { return s.P99Us }),
+			P999Us: med(func(s loadgen.Summary) float64 { return s.P999Us }),
+			MaxUs:  med(func(s loadgen.Summary) float64 { return s.MaxUs }),
+		}
+	}
+	return a
+}
+
+// Aggregate builds the rows of sc from raw measurements: one per target and
+// point (in target, then point order), with ratios against the memcached
+// target of equal -t when it was measured.
+func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
+	type key struct{ target, point, phase string }
+	by := map[key][]Measurement{}
+	for _, m := range runs {
+		k := key{m.Target, m.Point, m.Phase}
+		by[k] = append(by[k], m)
+	}
+	var rows []*Row
+	index := map[[2]string]*Row{}
+	for _, t := range targets {
+		for _, p := range sc.Points {
+			r := &Row{Target: t, Point: p.Label, Group: p.Group, X: p.X, Phases: map[string]*PhaseAgg{}}
+			for _, ph := range p.Phases {
+				if ms := by[key{t.Name, p.Label, ph.Name}]; ph.Report && len(ms) > 0 {
+					r.Phases[ph.Name] = aggregate(ms)
+				}
+			}
+			if len(r.Phases) > 0 {
+				rows = append(rows, r)
+				index[[2]string{t.Name, p.Label}] = r
+			}
+		}
+	}
+	for _, r := range rows {
+		base := MemcachedTarget(r.Target.Threads).Name
+		b, ok := index[[2]string{base, r.Point}]
+		if !ok {
+			continue
+		}
+		for name, a := range r.Phases {
+			if ba, ok := b.Phases[name]; ok && ba.ReqPerSec.Median > 0 {
+				a.Ratio = a.ReqPerSec.Median / ba.ReqPerSec.Median
+				a.Baseline = base
+			}
+		}
+	}
+	return rows
+}

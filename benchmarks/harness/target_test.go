@@ -1,0 +1,115 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTargetArgs(t *testing.T) {
+	lim := ServerLimits{MemoryMB: 64, MaxConns: 100}
+	pool := TandemTarget("pool", 1, 1)
+	if pool.Name != "tandem-pool-t1-w1" {
+		t.Errorf("name %q", pool.Name)
+	}
+	got := strings.Join(pool.Args(1234, lim), " ")
+	want := "-p 1234 -l 127.0.0.1 -t 1 -m 64 -c 100 --mode pool --workers 1"
+	if got != want {
+		t.Errorf("tandem args %q, want %q", got, want)
+	}
+	mc := MemcachedTarget(2).Args(1234, lim)
+	if !slices.Contains(mc, "-U") || (os.Geteuid() == 0) != slices.Contains(mc, "-u") {
+		t.Errorf("memcached args %q: want -U 0, and -u root only as root", mc)
+	}
+	if n := len(DefaultTargets()); n != 8 {
+		t.Errorf("default matrix has %d targets, want 8", n)
+	}
+}
+
+func TestReadProcSelf(t *testing.T) {
+	s, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if s.RSSKB <= 0 || s.HWMKB < s.RSSKB || s.CPUSeconds < 0 {
+		t.Errorf("implausible sample %+v", s)
+	}
+	if _, err := ReadProc(-1); err == nil {
+		t.Error("ReadProc(-1): want an error")
+	}
+}
+
+func TestStartServerFailsCleanly(t *testing.T) {
+	// A binary that exits at once must give an error, not a hang or a crash.
+	_, err := StartServer(context.Background(), "/bin/false", MemcachedTarget(1), ServerLimits{64, 100}, "")
+	if err == nil || !strings.Contains(err.Error(), "exited at start") {
+		t.Errorf("err = %v, want 'exited at start'", err)
+	}
+	_, err = StartServer(context.Background(), "/nonexistent/tandem", TandemTarget("pool", 1, 0), ServerLimits{64, 100}, "")
+	if err == nil {
+		t.Error("missing binary: want an error")
+	}
+}
+
+func TestBuildTandemWithoutSources(t *testing.T) {
+	dir := t.TempDir()
+	_, err := BuildTandem(context.Background(), dir, dir)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestFindRepo(t *testing.T) {
+	wd, _ := os.Getwd()
+	root, err := FindRepo(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "benchmarks")); err != nil {
+		t.Errorf("root %s has no benchmarks folder", root)
+	}
+	if _, err := FindRepo(t.TempDir()); err == nil {
+		t.Error("FindRepo outside the module: want an error")
+	}
+}
+
+func TestScenarioDefinitions(t *testing.T) {
+	for _, p := range []Profile{Quick, Default, Full} {
+		for _, sc := range Scenarios(p) {
+			if sc.Name == "" || len(sc.Points) == 0 || len(sc.Columns) == 0 {
+				t.Errorf("%s/%s: incomplete", p, sc.Name)
+			}
+			for _, pt := range sc.Points {
+				for _, ph := range pt.Phases {
+					c := ph.Load
+					c.Addr = "127.0.0.1:1"
+					if err := c.Validate(); err != nil {
+						t.Errorf("%s/%s/%s/%s: %v", p, sc.Name, pt.Label, ph.Name, err)
+					}
+				}
+			}
+		}
+	}
+	if _, err := selectScenarios(Quick, []string{"nope"}); !errors.Is(err, ErrNoScenario) {
+		t.Errorf("unknown scenario: err = %v", err)
+	}
+}
+
+func TestTargetFilter(t *testing.T) {
+	o := Options{TargetFilter: []string{"memcached", "pool-t2"}}
+	o.fill()
+	var names []string
+	for _, tg := range o.targetsFor(&Scenario{}) {
+		names = append(names, tg.Name)
+	}
+	want := []string{"tandem-pool-t2", "memcached-t1", "memcached-t2"}
+	slices.Sort(names)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("filtered targets %v, want %v", names, want)
+	}
+}

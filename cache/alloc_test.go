@@ -1,0 +1,38 @@
+package cache
+
+import "testing"
+
+// TestZeroAllocs: a Get hit into a buffer with capacity, and a Store of an existing key whose
+// value fits the existing buffer, do not allocate.
+func TestZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20})
+	key, val := []byte("some:key"), make([]byte, 100)
+	c.Store(Set, key, val, 0, 0, 0)
+	dst := make([]byte, 0, 256)
+	var a valueAppender
+	if n := testing.AllocsPerRun(1000, func() {
+		var ok bool
+		if dst, ok = c.Get(dst[:0], key, GetOptions{}, a); !ok {
+			t.Fatal("miss")
+		}
+	}); n != 0 {
+		t.Errorf("Get hit: %v allocs, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		if out, _ := c.Store(Set, key, val[:90+len(dst)%10], 1, 100, 0); out != Stored {
+			t.Fatal(out)
+		}
+	}); n != 0 {
+		t.Errorf("Store existing: %v allocs, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		c.Arith([]byte("num"), true, 1)
+		c.Touch(key, 10)
+		c.Delete([]byte("missing"))
+	}); n != 0 {
+		t.Errorf("Arith/Touch/Delete: %v allocs, want 0", n)
+	}
+}

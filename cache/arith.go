@@ -1,0 +1,118 @@
+package cache
+
+import (
+	"math"
+	"strconv"
+)
+
+// Arith performs incr (incr true; wraps at 2^64) or decr (stops at 0) by delta on the decimal
+// value of key, keeping its flags and TTL and giving it a new cas id. It returns the new value
+// and Stored, or NotFound, NonNumeric, or NoMemory (the longer number did not fit; memcached's
+// "SERVER_ERROR out of memory"). Like memcached 1.6.18, a result shorter than the stored value
+// is written in place and padded with spaces to the old length ("100" decr 1 is "99 "); a longer
+// one replaces the value with exactly its digits.
+func (c *Cache) Arith(key []byte, incr bool, delta uint64) (uint64, Outcome) {
+	v, _, out := c.ArithCAS(key, incr, delta, 0)
+	return v, out
+}
+
+// ArithCAS is Arith for the meta protocol: with cas != 0 it first requires the item's cas id to
+// equal it (else Exists), and it also returns the new cas id (0 with DisableCAS).
+func (c *Cache) ArithCAS(key []byte, incr bool, delta, cas uint64) (value, newCAS uint64, out Outcome) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	return s.arithLocked(c, h, key, incr, delta, cas)
+}
+
+func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, cas uint64) (uint64, uint64, Outcome) {
+	_, it := s.findLocked(h, key)
+	if it == nil {
+		if incr {
+			s.st.IncrMisses++
+		} else {
+			s.st.DecrMisses++
+		}
+		return 0, 0, NotFound
+	}
+	val := it.value()
+	if len(val) == 0 {
+		return 0, 0, NonNumeric
+	}
+	if cas != 0 && c.visibleCAS(it.cas) != cas {
+		return 0, 0, Exists
+	}
+	n, ok := parseUint(val)
+	if !ok {
+		return 0, 0, NonNumeric
+	}
+	if incr {
+		n += delta
+		s.st.IncrHits++
+	} else {
+		n -= min(delta, n)
+		s.st.DecrHits++
+	}
+	var tmp [20]byte
+	digits := strconv.AppendUint(tmp[:0], n, 10)
+	if len(digits) <= len(val) {
+		copy(val, digits)
+		for i := len(digits); i < len(val); i++ {
+			val[i] = ' '
+		}
+	} else {
+		need := int64(len(digits) - len(val))
+		if it.cost()+need > s.cfg.maxItem || !s.makeRoomLocked(need, it) {
+			return 0, 0, NoMemory
+		}
+		it.fill(key, Set, digits)
+		s.bytes += need
+		s.st.TotalItems++ // memcached links a new item here
+	}
+	it.cas = c.nextCAS()
+	it.atime = atime32(s.now)
+	s.lru.moveToFront(it)
+	return n, c.visibleCAS(it.cas), Stored
+}
+
+// parseUint reads a value the way memcached's safe_strtoull reads it with strtoull: optional
+// leading white space, an optional sign, decimal digits, then the end of the value, white space
+// or a NUL byte. Out of range is an error, and so is a minus sign on a number that is negative
+// as a signed 64-bit integer; "-1" is rejected, but "-0" is 0 and "-18446744073709551615" is 1.
+func parseUint(b []byte) (uint64, bool) {
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	start := i
+	var n uint64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		d := uint64(b[i] - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false // ERANGE
+		}
+		n = n*10 + d
+	}
+	if i == start {
+		return 0, false
+	}
+	if i < len(b) && !isSpace(b[i]) && b[i] != 0 {
+		return 0, false
+	}
+	if neg {
+		n = -n
+		if int64(n) < 0 {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// isSpace is C's isspace in the C locale.
+func isSpace(b byte) bool {
+	return b == ' ' || (b >= '\t' && b <= '\r')
+}

@@ -1,0 +1,207 @@
+package cache
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// Cache is a sharded, byte-bounded key-value cache with memcached semantics and TinyLFU
+// admission. All methods are safe for concurrent use.
+type Cache struct {
+	shards     []shard
+	shift      uint // shard index = hash >> shift (the high bits; tinylfu uses the low ones)
+	seed       maphash.Seed
+	clock      Clock
+	limit      int64
+	disableCAS bool
+	scfg       shardConfig
+
+	casID    atomic.Uint64              // last cas id handed out
+	flush    atomic.Pointer[flushState] // nil until the first flush_all
+	flushMu  sync.Mutex                 // serializes FlushAll
+	cmdFlush atomic.Uint64
+}
+
+// New builds a Cache from cfg, which must pass Validate. It starts no goroutines.
+func New(cfg Config) (*Cache, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n, budget := cfg.layout()
+	c := &Cache{
+		shards:     make([]shard, n),
+		shift:      uint(64 - bits.TrailingZeros(uint(n))),
+		seed:       maphash.MakeSeed(),
+		clock:      cfg.Clock,
+		limit:      cfg.MaxBytes,
+		disableCAS: cfg.DisableCAS,
+	}
+	if c.clock == nil {
+		c.clock = SystemClock()
+	}
+	c.scfg = shardConfig{
+		seed:             c.seed,
+		budget:           budget,
+		maxItem:          cfg.maxItemSize(),
+		maxCap:           int(max(budget/(ItemOverhead+1), minCapacity)),
+		disableEvictions: cfg.DisableEvictions,
+	}
+	for i := range c.shards {
+		c.shards[i].init(&c.scfg)
+	}
+	return c, nil
+}
+
+// Limit returns the byte budget (Config.MaxBytes).
+func (c *Cache) Limit() int64 { return c.limit }
+
+// lock hashes key, locks its shard and prepares it for one operation.
+func (c *Cache) lock(key []byte) (*shard, uint64) {
+	h := maphash.Bytes(c.seed, key)
+	s := &c.shards[h>>c.shift]
+	now, fl := c.clock.Now(), c.flush.Load()
+	s.mu.Lock()
+	s.begin(now, fl)
+	return s, h
+}
+
+func (c *Cache) nextCAS() uint64 { return c.casID.Add(1) }
+
+// visibleCAS is the cas id clients see: 0 with DisableCAS.
+func (c *Cache) visibleCAS(cas uint64) uint64 {
+	if c.disableCAS {
+		return 0
+	}
+	return cas
+}
+
+// GetOptions modifies a Get.
+type GetOptions struct {
+	Touch   bool  // gat/gats: set a new exptime on hit
+	Exptime int64 // exptime as sent by the client (see AbsExptime), used with Touch
+}
+
+// Get looks key up. On a hit it calls a.AppendItem(dst, item) under the shard lock and returns
+// its result and true; on a miss it returns dst unchanged and false. A hit marks the item
+// fetched and most recently used. Counts cmd_get/get_hits/get_misses, or with Touch
+// cmd_touch/touch_hits/touch_misses, and get_expired/get_flushed.
+func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	if opt.Touch {
+		s.st.CmdTouch++
+	} else {
+		s.st.CmdGet++
+	}
+	if it == nil {
+		if opt.Touch {
+			s.st.TouchMisses++
+		} else {
+			s.st.GetMisses++
+		}
+		return dst, false
+	}
+	if opt.Touch {
+		s.st.TouchHits++
+		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+	} else {
+		s.st.GetHits++
+	}
+	view := Item{
+		Key:        it.key(),
+		Value:      it.value(),
+		Flags:      it.flags,
+		CAS:        c.visibleCAS(it.cas),
+		Exptime:    int64(it.exptime),
+		LastAccess: int64(it.atime),
+		Fetched:    it.state&stFetched != 0,
+	}
+	s.touchLocked(it)
+	return a.AppendItem(dst, view), true
+}
+
+// Store performs a storage command. value is copied (the caller's slice may alias a network
+// buffer); flags and exptime are ignored by Append and Prepend, which keep the item's own; cas
+// is used only by mode CAS. It returns the outcome and, when Stored, the new cas id (0 with
+// DisableCAS).
+//
+// Stored means the server accepted the write. With evictions enabled it is always Stored for a
+// valid store, but tinylfu may later decline to admit a new item that leaves its window
+// (see the package comment), so a later Get can miss. An item already expired by its exptime is
+// Stored yet invisible, replacing the old one. TooLarge on Set also removes the old item, as
+// memcached does (the caller need not delete it); so does NoMemory on Set.
+func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64) {
+	s, h := c.lock(key)
+	out, id := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
+	s.maintainLocked()
+	s.mu.Unlock()
+	return out, id
+}
+
+// Delete removes key: Deleted if it was live, else NotFound.
+func (c *Cache) Delete(key []byte) Outcome {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	if it == nil {
+		s.st.DeleteMisses++
+		return NotFound
+	}
+	s.st.DeleteHits++
+	s.killLocked(it)
+	return Deleted
+}
+
+// Touch sets a live item's exptime (as sent by the client, see AbsExptime) without changing
+// its cas id: Touched, or NotFound. Counts cmd_touch and touch_hits/touch_misses.
+func (c *Cache) Touch(key []byte, exptime int64) Outcome {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	s.st.CmdTouch++
+	if it == nil {
+		s.st.TouchMisses++
+		return NotFound
+	}
+	s.st.TouchHits++
+	it.exptime = time32(AbsExptime(exptime, s.now))
+	s.touchLocked(it)
+	return Touched
+}
+
+// FlushAll invalidates items like memcached's flush_all [delay]: with delay <= 0 every item
+// stored so far is invalid at once (later stores are visible); with a delay (relative seconds up
+// to 30 days, else an absolute unix time) the flush time is now+delay-1 as in memcached 1.6.18,
+// and from that second on every item last accessed at or before it is invalid. A newer FlushAll
+// replaces a pending one; one already in effect stays in effect. Counts cmd_flush.
+func (c *Cache) FlushAll(delay int64) {
+	c.cmdFlush.Add(1)
+	c.flushMu.Lock()
+	now := c.clock.Now()
+	at := now
+	if delay > 0 {
+		at = AbsExptime(delay, now)
+	}
+	next, immediate := nextFlush(c.flush.Load(), at, now, c.nextCAS)
+	c.flush.Store(next)
+	c.flushMu.Unlock()
+	if !immediate {
+		return
+	}
+	// Free the memory now rather than lazily (memcached's LRU crawler does this in the
+	// background); one shard lock at a time.
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.begin(now, next)
+		s.purgeFlushedLocked()
+		s.mu.Unlock()
+	}
+}
+
+// RecordFlushCmd counts a flush_all that the caller refused (memcached -F still counts
+// cmd_flush).
+func (c *Cache) RecordFlushCmd() { c.cmdFlush.Add(1) }

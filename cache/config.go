@@ -1,0 +1,86 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ItemOverhead is the number of bytes accounted per item besides its key and value. It is close
+// to what memcached 1.6 charges per item (header, suffix and cas), so -m means about the same
+// number of items in both servers. Go-side bookkeeping (item struct, tinylfu entry) is not part
+// of the budget, as memcached's hash table is not part of its own.
+const ItemOverhead = 48
+
+// MaxKeyLen is the longest key the cache can hold; longer keys are TooLarge. The protocol layer
+// enforces memcached's much smaller limit (250) before calling the cache.
+const MaxKeyLen = 1<<16 - 1
+
+// DefaultShards is the shard count used when Config.Shards is 0 (it may be lowered so that
+// every shard's budget holds two items of MaxItemSize).
+const DefaultShards = 64
+
+// DefaultMaxItemSize is the item size limit used when Config.MaxItemSize is 0 (memcached -I 1m),
+// lowered to MaxBytes when that is smaller.
+const DefaultMaxItemSize = 1 << 20
+
+const maxShards = 1 << 16
+
+// ErrInvalidConfig is wrapped by every error Config.Validate returns.
+var ErrInvalidConfig = errors.New("cache: invalid config")
+
+// Config configures a Cache. The zero value is invalid: MaxBytes is required.
+type Config struct {
+	MaxBytes         int64 // byte budget (-m); key+value+ItemOverhead of live items never exceed it
+	MaxItemSize      int   // -I; an item with len(key)+len(value)+ItemOverhead > MaxItemSize is TooLarge; 0 = DefaultMaxItemSize
+	Shards           int   // power of two; 0 = DefaultShards; lowered until one item of MaxItemSize fits a shard
+	DisableEvictions bool  // -M: a store that needs room fails with NoMemory instead of evicting
+	DisableCAS       bool  // -C: cas ids are reported as 0 and a cas command on a live item is Exists (memcached -C)
+	Clock            Clock // nil = SystemClock()
+}
+
+// Validate reports whether the config can build a Cache. Errors wrap ErrInvalidConfig.
+func (c Config) Validate() error {
+	if c.MaxBytes <= 0 {
+		return fmt.Errorf("%w: MaxBytes must be positive, got %d", ErrInvalidConfig, c.MaxBytes)
+	}
+	if c.MaxItemSize < 0 {
+		return fmt.Errorf("%w: MaxItemSize must not be negative, got %d", ErrInvalidConfig, c.MaxItemSize)
+	}
+	if c.MaxItemSize != 0 && c.MaxItemSize <= ItemOverhead {
+		return fmt.Errorf("%w: MaxItemSize %d leaves no room for a key (item overhead is %d bytes)",
+			ErrInvalidConfig, c.MaxItemSize, ItemOverhead)
+	}
+	if int64(c.MaxItemSize) > c.MaxBytes {
+		return fmt.Errorf("%w: MaxItemSize %d exceeds MaxBytes %d", ErrInvalidConfig, c.MaxItemSize, c.MaxBytes)
+	}
+	if c.MaxBytes <= ItemOverhead {
+		return fmt.Errorf("%w: MaxBytes %d cannot hold a single item", ErrInvalidConfig, c.MaxBytes)
+	}
+	if c.Shards < 0 || c.Shards > maxShards || c.Shards&(c.Shards-1) != 0 {
+		return fmt.Errorf("%w: Shards must be 0 or a power of two up to %d, got %d", ErrInvalidConfig, maxShards, c.Shards)
+	}
+	return nil
+}
+
+// maxItemSize returns the effective item size limit.
+func (c Config) maxItemSize() int64 {
+	if c.MaxItemSize != 0 {
+		return int64(c.MaxItemSize)
+	}
+	return min(DefaultMaxItemSize, c.MaxBytes)
+}
+
+// layout returns the shard count and each shard's byte budget. An explicit shard count is only
+// lowered until one item of the maximum size fits a shard; the default also keeps room for two
+// such items, so one large item does not empty its shard.
+func (c Config) layout() (shards int, budget int64) {
+	n, fits := c.Shards, int64(1)
+	if n == 0 {
+		n, fits = DefaultShards, 2
+	}
+	limit := c.maxItemSize()
+	for n > 1 && c.MaxBytes/int64(n) < limit*fits {
+		n /= 2
+	}
+	return n, c.MaxBytes / int64(n)
+}

@@ -1,0 +1,169 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestMemoryBound writes 20x the budget in random sizes and keys and checks after every store
+// that the accounted bytes never exceed MaxBytes and that every store is accepted.
+func TestMemoryBound(t *testing.T) {
+	for _, shards := range []int{0, 1} {
+		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) {
+			const maxBytes = 256 << 10
+			c, clk := newTestCache(t, Config{MaxBytes: maxBytes, MaxItemSize: 8 << 10, Shards: shards})
+			rng := rand.New(rand.NewPCG(1, 2))
+			buf := make([]byte, 8<<10)
+			var written int64
+			for i := 0; written < 20*maxBytes; i++ {
+				key := fmt.Appendf(nil, "key-%d", rng.IntN(5000))
+				n := rng.IntN(8<<10 - ItemOverhead - len(key) + 1)
+				if rng.IntN(10) == 0 {
+					n = rng.IntN(64) // plenty of small items too
+				}
+				var exp int64
+				if rng.IntN(4) == 0 {
+					exp = int64(1 + rng.IntN(5))
+				}
+				mode := Set
+				switch rng.IntN(10) {
+				case 0:
+					mode = Append
+				case 1:
+					mode = Prepend
+				}
+				out, _ := c.Store(mode, key, buf[:n], 0, exp, 0)
+				if mode == Set && out != Stored {
+					t.Fatalf("store %d (%d bytes): %v, want Stored", i, n, out)
+				}
+				if b := c.Stats().Bytes; b > maxBytes {
+					t.Fatalf("store %d: bytes %d over MaxBytes %d", i, b, maxBytes)
+				}
+				written += int64(n + len(key) + ItemOverhead)
+				if i%500 == 0 {
+					clk.Advance(1)
+					c.Delete(key)
+					checkInvariants(t, c)
+				}
+			}
+			checkInvariants(t, c)
+			st := c.Stats()
+			t.Logf("bytes %d of %d, items %d, evictions %d, reclaimed %d, rebuilds %d, capacity %d",
+				st.Bytes, maxBytes, st.CurrItems, st.Evictions, st.Reclaimed, st.Rebuilds, st.IndexCapacity)
+			if st.Bytes < maxBytes/2 {
+				t.Errorf("bytes %d: the cache should be well used", st.Bytes)
+			}
+		})
+	}
+}
+
+func TestDisableEvictions(t *testing.T) {
+	const maxBytes = 64 << 10
+	c, _ := newTestCache(t, Config{MaxBytes: maxBytes, MaxItemSize: 1024, Shards: 1, DisableEvictions: true})
+	val := make([]byte, 100)
+	var stored int
+	for i := 0; ; i++ {
+		out, _ := c.Store(Set, fmt.Appendf(nil, "k%d", i), val, 0, 0, 0)
+		if out == NoMemory {
+			break
+		}
+		if out != Stored {
+			t.Fatalf("store %d: %v", i, out)
+		}
+		stored++
+		if i > maxBytes {
+			t.Fatal("never ran out of memory")
+		}
+	}
+	st := c.Stats()
+	if st.Evictions != 0 || st.CurrItems != uint64(stored) || st.StoreNoMemory != 1 || st.Bytes > maxBytes {
+		t.Fatalf("evictions %d items %d/%d no_memory %d bytes %d", st.Evictions, st.CurrItems, stored, st.StoreNoMemory, st.Bytes)
+	}
+	if st.Bytes+uint64(100+5+ItemOverhead) <= maxBytes {
+		t.Fatalf("NoMemory with room left: bytes %d", st.Bytes)
+	}
+	// every stored item is still there: tinylfu must not evict with -M
+	for i := range stored {
+		if _, ok := get(c, fmt.Sprintf("k%d", i)); !ok {
+			t.Fatalf("k%d lost with evictions disabled", i)
+		}
+	}
+	// overwriting with a same-size value needs no room
+	if out, _ := c.Store(Set, []byte("k0"), val, 0, 0, 0); out != Stored {
+		t.Fatalf("same-size overwrite: %v", out)
+	}
+	// a larger set fails and removes the old value (memcached); a delete makes room
+	if out, _ := c.Store(Set, []byte("k1"), make([]byte, 900), 0, 0, 0); out != NoMemory {
+		t.Fatalf("growing set: %v", out)
+	}
+	wantMiss(t, c, "k1")
+	if out, _ := c.Store(Add, []byte("k1"), val, 0, 0, 0); out != Stored {
+		t.Fatalf("add after the failed set freed its room: %v", out)
+	}
+	checkInvariants(t, c)
+}
+
+func TestDisableEvictionsReclaimsExpired(t *testing.T) {
+	c, clk := newTestCache(t, Config{MaxBytes: 4096, MaxItemSize: 1024, Shards: 1, DisableEvictions: true})
+	val := make([]byte, 900)
+	for i := 0; ; i++ {
+		if out, _ := c.Store(Set, fmt.Appendf(nil, "k%d", i), val, 0, 10, 0); out != Stored {
+			break
+		}
+	}
+	clk.Advance(10)
+	if out, _ := c.Store(Set, []byte("new"), val, 0, 0, 0); out != Stored {
+		t.Fatalf("store with only expired items in the way: %v", out)
+	}
+}
+
+func TestEvictionPrefersExpired(t *testing.T) {
+	c, clk := newTestCache(t, Config{MaxBytes: 10 * (ItemOverhead + 102), MaxItemSize: 1024, Shards: 1})
+	val := make([]byte, 100)
+	for i := range 10 {
+		var exp int64
+		if i < 3 {
+			exp = 5
+		}
+		c.Store(Set, fmt.Appendf(nil, "k%d", i), val, 0, exp, 0)
+	}
+	clk.Advance(5)
+	c.Store(Set, []byte("new"), val, 0, 0, 0)
+	st := c.Stats()
+	if st.Evictions != 0 || st.Reclaimed < 1 {
+		t.Fatalf("evictions %d reclaimed %d: expired items should make the room", st.Evictions, st.Reclaimed)
+	}
+	for i := 3; i < 10; i++ {
+		if _, ok := get(c, fmt.Sprintf("k%d", i)); !ok {
+			t.Fatalf("k%d evicted although expired items were available", i)
+		}
+	}
+}
+
+func TestInPlaceOverwrite(t *testing.T) {
+	c, _ := newTestCache(t, Config{Shards: 1})
+	set(t, c, "k", "hello world")
+	s := &c.shards[0]
+	s.mu.Lock()
+	before := &s.lru.head.buf[0]
+	s.mu.Unlock()
+	set(t, c, "k", "jello")
+	c.Store(Append, []byte("k"), []byte("!"), 0, 0, 0)
+	c.Store(Prepend, []byte("k"), []byte(">"), 0, 0, 0)
+	wantValue(t, c, "k", ">jello!")
+	s.mu.Lock()
+	after := &s.lru.head.buf[0]
+	s.mu.Unlock()
+	if before != after {
+		t.Fatal("overwrite within capacity reallocated the buffer")
+	}
+	set(t, c, "k", string(make([]byte, 4096)))
+	set(t, c, "k", "small") // must not keep a 4 KiB buffer for 6 bytes
+	s.mu.Lock()
+	capNow := cap(s.lru.head.buf)
+	s.mu.Unlock()
+	if capNow > 256 {
+		t.Fatalf("small value kept a %d-byte buffer", capNow)
+	}
+}

@@ -1,0 +1,74 @@
+package cache
+
+import "strconv"
+
+// Outcome is the result of a cache operation. The protocol layer maps it to reply text; the
+// cache never produces reply text itself. The zero value is not a valid outcome.
+type Outcome uint8
+
+// Outcomes, named after memcached's replies.
+const (
+	Stored     Outcome = iota + 1 // the write took effect (STORED)
+	NotStored                     // add on a live key, replace/append/prepend on a missing one
+	Exists                        // cas id mismatch
+	NotFound                      // cas, delete, touch, incr/decr on a missing key
+	TooLarge                      // key+value+ItemOverhead exceeds MaxItemSize
+	NoMemory                      // no room and evictions are disabled
+	Deleted                       // delete removed a live item
+	Touched                       // touch set a new exptime
+	NonNumeric                    // incr/decr on a value that is not a decimal number
+	Hit                           // lookup found a live item
+	Miss                          // lookup found nothing
+)
+
+var outcomeNames = [...]string{
+	Stored:     "Stored",
+	NotStored:  "NotStored",
+	Exists:     "Exists",
+	NotFound:   "NotFound",
+	TooLarge:   "TooLarge",
+	NoMemory:   "NoMemory",
+	Deleted:    "Deleted",
+	Touched:    "Touched",
+	NonNumeric: "NonNumeric",
+	Hit:        "Hit",
+	Miss:       "Miss",
+}
+
+// String returns the outcome's name, e.g. "NotStored".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
+		return outcomeNames[o]
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// StoreMode selects the storage command a Store call performs.
+type StoreMode uint8
+
+// Storage modes, one per memcached storage command.
+const (
+	Set     StoreMode = iota // store unconditionally
+	Add                      // store only if the key is not live
+	Replace                  // store only if the key is live
+	Append                   // add the data after the live value; flags and TTL are kept
+	Prepend                  // add the data before the live value; flags and TTL are kept
+	CAS                      // store only if the live item's cas id equals the given one
+)
+
+var modeNames = [...]string{
+	Set:     "Set",
+	Add:     "Add",
+	Replace: "Replace",
+	Append:  "Append",
+	Prepend: "Prepend",
+	CAS:     "CAS",
+}
+
+// String returns the mode's name, e.g. "Append".
+func (m StoreMode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "StoreMode(" + strconv.Itoa(int(m)) + ")"
+}

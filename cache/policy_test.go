@@ -1,0 +1,134 @@
+package cache
+
+import (
+	"fmt"
+	"testing"
+)
+
+func shardStats(c *Cache) (capacity, entries, tombs, live int) {
+	s := &c.shards[0]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.capacity, s.entries, s.tombs, s.lru.n
+}
+
+// TestPolicyGrows: while the byte budget has room, a full index grows instead of evicting.
+func TestPolicyGrows(t *testing.T) {
+	const n = 50_000
+	c, _ := newTestCache(t, Config{MaxBytes: 16 << 20, MaxItemSize: 1024, Shards: 1})
+	val := make([]byte, 100)
+	for i := range n {
+		if out, _ := c.Store(Set, fmt.Appendf(nil, "key-%d", i), val, 0, 0, 0); out != Stored {
+			t.Fatalf("store %d: %v", i, out)
+		}
+	}
+	st := c.Stats()
+	capacity, _, _, _ := shardStats(c)
+	t.Logf("items %d capacity %d rebuilds %d", st.CurrItems, capacity, st.Rebuilds)
+	if st.Evictions != 0 || st.CurrItems != n {
+		t.Fatalf("evictions %d items %d: nothing should be evicted below the budget", st.Evictions, st.CurrItems)
+	}
+	if st.Rebuilds > 8 {
+		t.Fatalf("%d rebuilds for %d inserts: growth is not geometric", st.Rebuilds, n)
+	}
+	checkInvariants(t, c)
+}
+
+// TestPolicyShrinks: when the popular items get bigger, byte pressure shrinks the index towards
+// the new item count, so tinylfu (not the list) does the evicting again.
+func TestPolicyShrinks(t *testing.T) {
+	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20, MaxItemSize: 8192, Shards: 1})
+	small, big := make([]byte, 50), make([]byte, 4000)
+	for i := range 20_000 {
+		c.Store(Set, fmt.Appendf(nil, "s%d", i), small, 0, 0, 0)
+	}
+	grown, _, _, _ := shardStats(c)
+	// look-aside over 300 big keys (1.2 MB): they recur, so tinylfu admits them
+	for i := range 30_000 {
+		key := fmt.Appendf(nil, "b%d", i%300)
+		if _, ok := c.Get(nil, key, GetOptions{}, valueAppender{}); !ok {
+			c.Store(Set, key, big, 0, 0, 0)
+		}
+	}
+	shrunk, _, _, live := shardStats(c)
+	st := c.Stats()
+	t.Logf("capacity %d -> %d, live %d, rebuilds %d, hits %d misses %d", grown, shrunk, live, st.Rebuilds, st.GetHits, st.GetMisses)
+	target := (1 << 20) / (4000 + 4 + ItemOverhead)
+	if shrunk > 2*target || shrunk >= grown {
+		t.Fatalf("capacity %d after big items, want about %d (was %d)", shrunk, target, grown)
+	}
+	checkInvariants(t, c)
+}
+
+// TestPolicyRebuildAmortized: churn with changing sizes and deletes; the total rebuild work
+// (bounded by rebuilds x capacity) stays within a constant factor of the stores.
+func TestPolicyRebuildAmortized(t *testing.T) {
+	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20, MaxItemSize: 8192, Shards: 1})
+	const stores = 100_000
+	for i := range stores {
+		size := 50
+		if (i/10_000)%2 == 1 {
+			size = 2000
+		}
+		key := fmt.Appendf(nil, "k%d", i%30_000)
+		c.Store(Set, key, make([]byte, size), 0, 0, 0)
+		if i%3 == 0 {
+			c.Delete(fmt.Appendf(nil, "k%d", (i*7)%30_000))
+		}
+	}
+	st := c.Stats()
+	capacity, entries, tombs, live := shardStats(c)
+	t.Logf("rebuilds %d capacity %d entries %d tombs %d live %d evictions %d", st.Rebuilds, capacity, entries, tombs, live, st.Evictions)
+	maxCap := int(st.IndexCapacity)
+	if work := int(st.Rebuilds) * max(maxCap, 1024) * 4; work > 8*stores {
+		t.Fatalf("rebuild work bound %d for %d stores", work, stores)
+	}
+	checkInvariants(t, c)
+}
+
+// TestPolicyPurgesTombstones: delete-heavy use does not leave the index full of tombstones.
+func TestPolicyPurgesTombstones(t *testing.T) {
+	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20, MaxItemSize: 1024, Shards: 1})
+	for i := range 20_000 {
+		k := fmt.Appendf(nil, "k%d", i)
+		c.Store(Set, k, []byte("v"), 0, 0, 0)
+		c.Delete(k)
+	}
+	capacity, entries, tombs, live := shardStats(c)
+	if live != 0 || tombs > capacity || entries > capacity || capacity > 2048 {
+		t.Fatalf("capacity %d entries %d tombs %d live %d", capacity, entries, tombs, live)
+	}
+	checkInvariants(t, c)
+}
+
+// TestAdmissionResistsScan: a full cache keeps its frequently read keys through a scan of
+// one-off keys ten times its size; an LRU would lose all of them.
+func TestAdmissionResistsScan(t *testing.T) {
+	const hot = 200
+	val := make([]byte, 100)
+	cost := int64(len(val) + 8 + ItemOverhead)
+	c, _ := newTestCache(t, Config{MaxBytes: 1000 * cost, MaxItemSize: 1024, Shards: 1})
+	for i := range 1000 {
+		c.Store(Set, fmt.Appendf(nil, "h%07d", i), val, 0, 0, 0)
+	}
+	for range 20 {
+		for i := range hot {
+			c.Get(nil, fmt.Appendf(nil, "h%07d", i), GetOptions{}, valueAppender{})
+		}
+	}
+	for i := range 10_000 {
+		c.Store(Set, fmt.Appendf(nil, "s%07d", i), val, 0, 0, 0)
+	}
+	kept := 0
+	for i := range hot {
+		if _, ok := get(c, fmt.Sprintf("h%07d", i)); ok {
+			kept++
+		}
+	}
+	st := c.Stats()
+	t.Logf("hot keys kept %d/%d, evictions %d, items %d", kept, hot, st.Evictions, st.CurrItems)
+	if kept < hot*9/10 {
+		t.Fatalf("only %d of %d hot keys survived a scan", kept, hot)
+	}
+	checkInvariants(t, c)
+}

@@ -1,0 +1,154 @@
+package cache
+
+// Stats is a snapshot of the cache's counters and gauges. Field names follow memcached's stats
+// names (CmdGet is cmd_get); AppendFields lists them with those names in memcached's order.
+// Counters cover every shard; ResetStats zeroes the counters but not the gauges.
+type Stats struct {
+	CmdGet        uint64 // keys looked up by get/gets (per key, like memcached)
+	CmdSet        uint64 // storage commands processed (not counting TooLarge/NoMemory, like memcached)
+	CmdFlush      uint64 // flush_all commands
+	CmdTouch      uint64 // touch, gat and gats lookups (per key)
+	GetHits       uint64
+	GetMisses     uint64
+	GetExpired    uint64 // accesses that found an expired item (any command)
+	GetFlushed    uint64 // accesses that found an item invalidated by flush_all
+	DeleteMisses  uint64
+	DeleteHits    uint64
+	IncrMisses    uint64
+	IncrHits      uint64
+	DecrMisses    uint64
+	DecrHits      uint64
+	CasMisses     uint64
+	CasHits       uint64
+	CasBadval     uint64
+	TouchHits     uint64
+	TouchMisses   uint64
+	StoreTooLarge uint64
+	StoreNoMemory uint64
+	LimitMaxbytes uint64 // gauge: Config.MaxBytes
+
+	Bytes            uint64 // gauge: key+value+ItemOverhead of live items
+	CurrItems        uint64 // gauge: live items (expired ones count until reclaimed, as in memcached)
+	TotalItems       uint64 // items stored
+	ExpiredUnfetched uint64 // reclaimed expired/flushed items that were never read
+	EvictedUnfetched uint64 // evicted items that were never read
+	Evictions        uint64 // live items dropped for room (tinylfu or byte pressure)
+	Reclaimed        uint64 // expired/flushed items dropped by an eviction scan or the sweep
+
+	// tandem-specific, not in memcached's stats.
+	Shards        uint64 // gauge: shard count
+	IndexCapacity uint64 // gauge: sum of the shards' tinylfu capacities (items)
+	IndexEntries  uint64 // gauge: tinylfu entries (live items plus tombstones)
+	Tombstones    uint64 // gauge: deleted, expired or evicted entries still remembered by tinylfu
+	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, tombstone purge)
+	ByteEvictions uint64 // evictions made by byte pressure (from the list's cold end), not by tinylfu
+}
+
+// StatField is one named statistic.
+type StatField struct {
+	Name  string
+	Value uint64
+}
+
+// AppendFields appends the memcached-named statistics to dst in the order memcached 1.6.18
+// prints them. The caller interleaves its own (for example cmd_meta after cmd_touch, auth_* and
+// bytes_read before limit_maxbytes, and connection and thread stats between limit_maxbytes and
+// bytes). The tandem-specific fields are not included.
+func (s *Stats) AppendFields(dst []StatField) []StatField {
+	return append(dst,
+		StatField{"cmd_get", s.CmdGet},
+		StatField{"cmd_set", s.CmdSet},
+		StatField{"cmd_flush", s.CmdFlush},
+		StatField{"cmd_touch", s.CmdTouch},
+		StatField{"get_hits", s.GetHits},
+		StatField{"get_misses", s.GetMisses},
+		StatField{"get_expired", s.GetExpired},
+		StatField{"get_flushed", s.GetFlushed},
+		StatField{"delete_misses", s.DeleteMisses},
+		StatField{"delete_hits", s.DeleteHits},
+		StatField{"incr_misses", s.IncrMisses},
+		StatField{"incr_hits", s.IncrHits},
+		StatField{"decr_misses", s.DecrMisses},
+		StatField{"decr_hits", s.DecrHits},
+		StatField{"cas_misses", s.CasMisses},
+		StatField{"cas_hits", s.CasHits},
+		StatField{"cas_badval", s.CasBadval},
+		StatField{"touch_hits", s.TouchHits},
+		StatField{"touch_misses", s.TouchMisses},
+		StatField{"store_too_large", s.StoreTooLarge},
+		StatField{"store_no_memory", s.StoreNoMemory},
+		StatField{"limit_maxbytes", s.LimitMaxbytes},
+		StatField{"bytes", s.Bytes},
+		StatField{"curr_items", s.CurrItems},
+		StatField{"total_items", s.TotalItems},
+		StatField{"expired_unfetched", s.ExpiredUnfetched},
+		StatField{"evicted_unfetched", s.EvictedUnfetched},
+		StatField{"evictions", s.Evictions},
+		StatField{"reclaimed", s.Reclaimed},
+	)
+}
+
+// addCounters adds o's counters (not its gauges) to s.
+func (s *Stats) addCounters(o *Stats) {
+	s.CmdGet += o.CmdGet
+	s.CmdSet += o.CmdSet
+	s.CmdFlush += o.CmdFlush
+	s.CmdTouch += o.CmdTouch
+	s.GetHits += o.GetHits
+	s.GetMisses += o.GetMisses
+	s.GetExpired += o.GetExpired
+	s.GetFlushed += o.GetFlushed
+	s.DeleteMisses += o.DeleteMisses
+	s.DeleteHits += o.DeleteHits
+	s.IncrMisses += o.IncrMisses
+	s.IncrHits += o.IncrHits
+	s.DecrMisses += o.DecrMisses
+	s.DecrHits += o.DecrHits
+	s.CasMisses += o.CasMisses
+	s.CasHits += o.CasHits
+	s.CasBadval += o.CasBadval
+	s.TouchHits += o.TouchHits
+	s.TouchMisses += o.TouchMisses
+	s.StoreTooLarge += o.StoreTooLarge
+	s.StoreNoMemory += o.StoreNoMemory
+	s.TotalItems += o.TotalItems
+	s.ExpiredUnfetched += o.ExpiredUnfetched
+	s.EvictedUnfetched += o.EvictedUnfetched
+	s.Evictions += o.Evictions
+	s.Reclaimed += o.Reclaimed
+	s.Rebuilds += o.Rebuilds
+	s.ByteEvictions += o.ByteEvictions
+}
+
+// Stats returns a snapshot of the counters and gauges. It takes each shard's lock briefly, one
+// at a time, so the snapshot is consistent per shard, not across shards.
+func (c *Cache) Stats() Stats {
+	st := Stats{
+		CmdFlush:      c.cmdFlush.Load(),
+		LimitMaxbytes: uint64(c.limit),
+		Shards:        uint64(len(c.shards)),
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		st.addCounters(&s.st)
+		st.Bytes += uint64(s.bytes)
+		st.CurrItems += uint64(s.lru.n)
+		st.IndexCapacity += uint64(s.capacity)
+		st.IndexEntries += uint64(s.entries)
+		st.Tombstones += uint64(s.tombs)
+		s.mu.Unlock()
+	}
+	return st
+}
+
+// ResetStats zeroes the counters, like memcached's "stats reset" (items and bytes stay).
+func (c *Cache) ResetStats() {
+	c.cmdFlush.Store(0)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.st = Stats{}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tandemcache/tandem/cache"
+	"github.com/tandemcache/tandem/protocol/handler"
+	"github.com/tandemcache/tandem/reactor"
+	"github.com/tandemcache/tandem/workerpool"
+)
+
+const protocolVersion = handler.Version
+
+// shutdownTimeout bounds the graceful shutdown.
+const shutdownTimeout = 10 * time.Second
+
+// serve wires everything and runs until a signal or a fatal error.
+func serve(cfg *Config) int {
+	base := newLogger(cfg)
+	log := base.With().Str("component", "main").Logger()
+	for _, w := range cfg.Warnings {
+		log.Warn().Msg(w)
+	}
+	raiseFileLimit(log, cfg.MaxConns)
+	setMemoryLimit(log, cfg.MemoryMB)
+
+	c, err := cache.New(cache.Config{
+		MaxBytes:         cfg.MemoryMB << 20,
+		MaxItemSize:      cfg.MaxItemSize,
+		DisableEvictions: cfg.DisableEvictions,
+		DisableCAS:       cfg.DisableCAS,
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("cannot create the cache")
+		return 2
+	}
+
+	var pool *workerpool.Pool
+	var exec reactor.Executor
+	if cfg.Mode == reactor.ModePool {
+		pool, err = workerpool.New(workerpool.Config{Workers: cfg.Workers, Logger: base})
+		if err != nil {
+			log.Error().Err(err).Msg("cannot create the worker pool")
+			return 2
+		}
+		exec = poolExecutor{pool}
+	}
+
+	var srv reactor.Server
+	stop := make(chan struct{}, 1)
+	h, err := handler.New(handler.Config{
+		Cache:           c,
+		MaxItemSize:     cfg.MaxItemSize,
+		EnableShutdown:  cfg.EnableShutdown,
+		DisableFlushAll: cfg.DisableFlushAll,
+		DisableCAS:      cfg.DisableCAS,
+		TandemVersion:   version,
+		Server: func() handler.ServerInfo {
+			st := srv.Stats()
+			si := handler.ServerInfo{
+				Mode: string(cfg.Mode), Threads: cfg.Threads, MaxConns: cfg.MaxConns,
+				CurrConns: st.CurrConns, TotalConns: st.TotalConns, RejectedConns: st.RejectedConns,
+				PoolParked: st.Parked, Panics: st.Panics,
+			}
+			if pool != nil {
+				si.Workers, si.PoolRunning, si.PoolOverloads = cfg.Workers, pool.Running(), pool.Overloads()
+			}
+			return si
+		},
+		Settings:    func() []handler.Setting { return settings(cfg) },
+		OnShutdown:  func() { stop <- struct{}{} },
+		OnVerbosity: func(level int) { setVerbosity(level) },
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("cannot create the handler")
+		return 2
+	}
+
+	srv, err = reactor.New(reactor.Config{
+		Mode:        cfg.Mode,
+		Addr:        net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)),
+		Loops:       cfg.Threads,
+		MaxConns:    cfg.MaxConns,
+		NewSession:  func() reactor.Session { return h.NewSession() },
+		Executor:    exec,
+		IdleTimeout: cfg.IdleTimeout,
+		ReusePort:   cfg.ReusePort,
+		Logger:      base,
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("cannot create the server")
+		return 2
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve() }()
+	select {
+	case <-srv.Ready():
+	case err := <-serveErr:
+		log.Error().Err(err).Msg("cannot start serving")
+		return 1
+	}
+	if cfg.PidFile != "" {
+		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			log.Warn().Err(err).Str("pidfile", cfg.PidFile).Msg("cannot write the pid file")
+		}
+	}
+	log.Info().
+		Str("addr", srv.Addr().String()).
+		Str("mode", string(cfg.Mode)).
+		Int("event_loops", cfg.Threads).
+		Int("workers", workersOf(cfg)).
+		Int64("memory_mb", cfg.MemoryMB).
+		Int("max_item_size", cfg.MaxItemSize).
+		Int("conn_limit", cfg.MaxConns).
+		Bool("evictions", !cfg.DisableEvictions).
+		Str("version", version).
+		Msg("tandem listening")
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	status := 0
+	select {
+	case sig := <-sigs:
+		log.Info().Str("signal", sig.String()).Msg("shutting down")
+	case <-stop:
+		log.Info().Msg("shutdown command received; shutting down")
+	case err := <-serveErr:
+		// The engine stopped by itself: fatal.
+		log.Error().Err(err).Msg("server stopped unexpectedly")
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Error().Err(err).Msg("graceful shutdown incomplete")
+		status = 1
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, reactor.ErrServerClosed) {
+		log.Error().Err(err).Msg("server stopped with an error")
+		status = 1
+	}
+	if pool != nil {
+		if err := pool.Release(time.Second); err != nil {
+			log.Warn().Err(err).Msg("worker pool did not stop in time")
+		}
+	}
+	if cfg.PidFile != "" {
+		_ = os.Remove(cfg.PidFile)
+	}
+	log.Info().Int("status", status).Msg("stopped")
+	return status
+}
+
+// poolExecutor adapts the worker pool to the reactor's Executor.
+type poolExecutor struct{ p *workerpool.Pool }
+
+func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
+
+func workersOf(cfg *Config) int {
+	if cfg.Mode == reactor.ModePool {
+		return cfg.Workers
+	}
+	return 0
+}
+
+// raiseFileLimit lifts the soft RLIMIT_NOFILE towards the hard limit so the
+// connection limit is reachable (gnet stops the whole engine on EMFILE).
+func raiseFileLimit(log zerolog.Logger, conns int) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return
+	}
+	want := uint64(conns) + 64
+	if rl.Cur < want && rl.Cur < rl.Max {
+		rl.Cur = min(max(want, rl.Cur), rl.Max)
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	}
+	if rl.Cur < want {
+		log.Warn().Uint64("nofile", rl.Cur).Int("conn_limit", conns).
+			Msg("open file limit is below the connection limit; raise ulimit -n")
+	}
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit derived from -m
+// (items plus index and buffers), unless GOMEMLIMIT is set.
+func setMemoryLimit(log zerolog.Logger, mb int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := mb<<20 + mb<<19 + 64<<20 // 1.5 x -m + 64 MiB
+	debug.SetMemoryLimit(limit)
+	log.Debug().Int64("bytes", limit).Msg("Go memory limit set")
+}
+
+// settings lists "stats settings" with memcached's names.
+func settings(cfg *Config) []handler.Setting {
+	b := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return "no"
+	}
+	onOff := "on"
+	if cfg.DisableEvictions {
+		onOff = "off"
+	}
+	proto := map[string]string{"auto": "auto-negotiate", "ascii": "ascii", "binary": "binary"}[cfg.Protocol]
+	return []handler.Setting{
+		{Name: "maxbytes", Value: strconv.FormatInt(cfg.MemoryMB<<20, 10)},
+		{Name: "maxconns", Value: strconv.Itoa(cfg.MaxConns)},
+		{Name: "tcpport", Value: strconv.Itoa(cfg.Port)},
+		{Name: "udpport", Value: "0"},
+		{Name: "inter", Value: cfg.Listen},
+		{Name: "verbosity", Value: strconv.Itoa(cfg.Verbose)},
+		{Name: "evictions", Value: onOff},
+		{Name: "shutdown_command", Value: b(cfg.EnableShutdown)},
+		{Name: "num_threads", Value: strconv.Itoa(cfg.Threads)},
+		{Name: "reqs_per_event", Value: strconv.Itoa(cfg.ReqsPerEvent)},
+		{Name: "cas_enabled", Value: b(!cfg.DisableCAS)},
+		{Name: "binding_protocol", Value: proto},
+		{Name: "auth_enabled_sasl", Value: "no"},
+		{Name: "item_size_max", Value: strconv.Itoa(cfg.MaxItemSize)},
+		{Name: "flush_enabled", Value: b(!cfg.DisableFlushAll)},
+		{Name: "idle_timeout", Value: strconv.Itoa(int(cfg.IdleTimeout / time.Second))},
+		{Name: "tandem_mode", Value: string(cfg.Mode)},
+		{Name: "tandem_workers", Value: strconv.Itoa(workersOf(cfg))},
+		{Name: "tandem_reuseport", Value: b(cfg.ReusePort)},
+	}
+}

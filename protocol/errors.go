@@ -1,0 +1,78 @@
+package protocol
+
+// Error is a request that cannot be executed, with the exact reply memcached
+// sends for it. It is carried in Request.Err (Cmd == CmdError), never returned
+// as a Go error from the hot path.
+type Error struct {
+	// Reply is the full reply line without "\r\n", e.g. "CLIENT_ERROR bad data chunk".
+	// It is empty when memcached writes nothing before closing (see Close).
+	Reply string
+	// Kind classifies the error for the handler (e.g. ErrTooLarge, where
+	// memcached also unlinks the key of a failed set).
+	Kind ErrorKind
+	// Close asks the caller to close the connection after writing Reply
+	// (memcached closes on e.g. an overlong line without a newline).
+	Close bool
+	// Silent is true where memcached honours noreply for this error (out_string
+	// rather than out_errstring): the handler writes nothing when the request
+	// also had noreply.
+	Silent bool
+}
+
+// ErrorKind classifies protocol errors.
+type ErrorKind uint8
+
+// Error kinds.
+const (
+	ErrGeneric  ErrorKind = iota // "ERROR"-style and CLIENT_ERROR format errors
+	ErrTooLarge                  // value longer than the item size limit; data swallowed
+	ErrBadChunk                  // data block not terminated by "\r\n"
+	// ErrLineTooLong: a request line longer than memcached can hold; Reply is
+	// empty (memcached writes nothing) and Close is set.
+	ErrLineTooLong
+)
+
+// Error lines of the classic text protocol, byte for byte as memcached 1.6.18
+// sends them, without the trailing "\r\n" (the convention of Error.Reply).
+// Write one with AppendError or append it followed by CRLF.
+const (
+	ReplyError            = "ERROR"
+	ReplyBadFormat        = "CLIENT_ERROR bad command line format"
+	ReplyBadCommandLine   = "CLIENT_ERROR bad command line" // stats cachedump with too few arguments
+	ReplyBadDataChunk     = "CLIENT_ERROR bad data chunk"
+	ReplyTooLarge         = "SERVER_ERROR object too large for cache"
+	ReplyOutOfMemoryStore = "SERVER_ERROR out of memory storing object"
+	ReplyOutOfMemory      = "SERVER_ERROR out of memory" // incr/decr could not allocate
+	ReplyOutOfMemoryGet   = "SERVER_ERROR out of memory writing get response"
+	ReplyOutOfMemoryStats = "SERVER_ERROR out of memory writing stats"
+	ReplyOutOfMemoryRead  = "SERVER_ERROR out of memory reading request"
+	ReplyNonNumeric       = "CLIENT_ERROR cannot increment or decrement non-numeric value"
+	ReplyInvalidDelta     = "CLIENT_ERROR invalid numeric delta argument"
+	ReplyInvalidExptime   = "CLIENT_ERROR invalid exptime argument"
+	ReplyDeleteUsage      = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]"
+	ReplyFlushDisabled    = "CLIENT_ERROR flush_all not allowed"
+	ReplyShutdownDisabled = "ERROR: shutdown not enabled"
+	ReplyShutdownMode     = "CLIENT_ERROR invalid shutdown mode"
+	ReplyStatsDetailUsage = "CLIENT_ERROR usage: stats detail on|off|dump"
+	ReplyCachedumpDenied  = "CLIENT_ERROR stats cachedump not allowed"
+	ReplyIllegalSlabID    = "CLIENT_ERROR Illegal slab id"
+	ReplyTooManyConns     = "ERROR Too many open connections"
+	ReplyUnhandledStore   = "SERVER_ERROR Unhandled storage type."
+)
+
+// Shared, read-only errors the text parser puts in Request.Err. Every one of
+// them is sent by memcached with out_string, which honours noreply once the
+// command has seen it, so all are Silent; Request.Noreply tells whether the
+// noreply token had been recognised when the error happened.
+var (
+	errUnknown        = &Error{Reply: ReplyError, Kind: ErrGeneric, Silent: true}
+	errBadFormat      = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Silent: true}
+	errBadDataChunk   = &Error{Reply: ReplyBadDataChunk, Kind: ErrBadChunk, Silent: true}
+	errTooLarge       = &Error{Reply: ReplyTooLarge, Kind: ErrTooLarge, Silent: true}
+	errInvalidExptime = &Error{Reply: ReplyInvalidExptime, Kind: ErrGeneric, Silent: true}
+	errInvalidDelta   = &Error{Reply: ReplyInvalidDelta, Kind: ErrGeneric, Silent: true}
+	errDeleteUsage    = &Error{Reply: ReplyDeleteUsage, Kind: ErrGeneric, Silent: true}
+	// errLineTooLong: memcached closes the connection without a reply when a
+	// line has no "\n" after 2048 bytes (unless it is a get/gets line).
+	errLineTooLong = &Error{Reply: "", Kind: ErrLineTooLong, Close: true}
+)

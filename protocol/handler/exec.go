@@ -1,0 +1,159 @@
+package handler
+
+import (
+	"strconv"
+
+	"github.com/tandemcache/tandem/cache"
+	"github.com/tandemcache/tandem/protocol"
+)
+
+var storeModes = [...]cache.StoreMode{
+	protocol.CmdSet:     cache.Set,
+	protocol.CmdAdd:     cache.Add,
+	protocol.CmdReplace: cache.Replace,
+	protocol.CmdAppend:  cache.Append,
+	protocol.CmdPrepend: cache.Prepend,
+	protocol.CmdCas:     cache.CAS,
+}
+
+// execute runs one request of the classic text protocol.
+func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
+	c := h.cfg.Cache
+	switch r.Cmd {
+	case protocol.CmdGet, protocol.CmdGets, protocol.CmdGat, protocol.CmdGats:
+		return h.retrieve(r, out), false
+	case protocol.CmdSet, protocol.CmdAdd, protocol.CmdReplace, protocol.CmdAppend, protocol.CmdPrepend, protocol.CmdCas:
+		outcome, _ := c.Store(storeModes[r.Cmd], r.Key, r.Data, r.Flags, r.Exptime, r.CAS)
+		if outcome == cache.TooLarge && r.Cmd == protocol.CmdSet {
+			// memcached unlinks the old item so a failed set leaves no stale value.
+			c.Delete(r.Key)
+		}
+		return reply(out, r.Noreply, storeReply(outcome)), false
+	case protocol.CmdDelete:
+		return reply(out, r.Noreply, storeReply(c.Delete(r.Key))), false
+	case protocol.CmdTouch:
+		return reply(out, r.Noreply, storeReply(c.Touch(r.Key, r.Exptime))), false
+	case protocol.CmdIncr, protocol.CmdDecr:
+		v, outcome := c.Arith(r.Key, r.Cmd == protocol.CmdIncr, r.Delta)
+		if outcome == cache.Stored {
+			if r.Noreply {
+				return out, false
+			}
+			return protocol.AppendUint(out, v), false
+		}
+		return reply(out, r.Noreply, storeReply(outcome)), false
+	case protocol.CmdFlushAll:
+		return h.flushAll(r, out), false
+	case protocol.CmdVersion:
+		return append(append(out, "VERSION "...), Version+"\r\n"...), false
+	case protocol.CmdVerbosity:
+		if h.cfg.OnVerbosity != nil && len(r.Args) > 0 {
+			if lvl, err := strconv.Atoi(string(r.Args[0])); err == nil {
+				h.cfg.OnVerbosity(lvl)
+			}
+		}
+		return reply(out, r.Noreply, protocol.RespOK), false
+	case protocol.CmdStats:
+		return h.stats(r, out), false
+	case protocol.CmdQuit:
+		return out, true
+	case protocol.CmdShutdown:
+		if !h.cfg.EnableShutdown {
+			return appendLine(out, protocol.ReplyShutdownDisabled), false
+		}
+		if h.cfg.OnShutdown != nil && h.shutdownOnce.CompareAndSwap(false, true) {
+			go h.cfg.OnShutdown()
+		}
+		return out, true
+	case protocol.CmdError:
+		return h.protocolError(r, out)
+	}
+	return h.executeExt(r, out)
+}
+
+// retrieve answers get, gets, gat and gats.
+func (h *Handler) retrieve(r *protocol.Request, out []byte) []byte {
+	opt := cache.GetOptions{}
+	if r.Cmd == protocol.CmdGat || r.Cmd == protocol.CmdGats {
+		opt.Touch, opt.Exptime = true, r.Exptime
+	}
+	var a cache.Appender = valueAppender{}
+	if r.Cmd == protocol.CmdGets || r.Cmd == protocol.CmdGats {
+		a = casAppender{}
+	}
+	for _, k := range r.Keys {
+		out, _ = h.cfg.Cache.Get(out, k, opt, a)
+	}
+	return append(out, protocol.RespEnd...)
+}
+
+// flushAll answers flush_all [delay] [noreply].
+func (h *Handler) flushAll(r *protocol.Request, out []byte) []byte {
+	if h.cfg.DisableFlushAll {
+		return appendLine(out, protocol.ReplyFlushDisabled)
+	}
+	var delay int64
+	if len(r.Args) > 0 {
+		d, err := strconv.ParseInt(string(r.Args[0]), 10, 64)
+		if err != nil {
+			return appendLine(out, protocol.ReplyInvalidExptime)
+		}
+		delay = d
+	}
+	h.cfg.Cache.FlushAll(delay)
+	return reply(out, r.Noreply, protocol.RespOK)
+}
+
+// protocolError writes the reply of a request that failed to parse.
+func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) {
+	e := r.Err
+	if e == nil {
+		return append(out, protocol.RespError...), false
+	}
+	if e.Kind == protocol.ErrTooLarge && r.FailedCmd == protocol.CmdSet && len(r.Key) > 0 {
+		h.cfg.Cache.Delete(r.Key)
+	}
+	if e.Silent && r.Noreply {
+		return out, e.Close
+	}
+	return protocol.AppendError(out, e), e.Close
+}
+
+// storeReply maps a cache outcome to its full reply line.
+func storeReply(o cache.Outcome) string {
+	switch o {
+	case cache.Stored:
+		return protocol.RespStored
+	case cache.NotStored:
+		return protocol.RespNotStored
+	case cache.Exists:
+		return protocol.RespExists
+	case cache.NotFound:
+		return protocol.RespNotFound
+	case cache.Deleted:
+		return protocol.RespDeleted
+	case cache.Touched:
+		return protocol.RespTouched
+	case cache.TooLarge:
+		return protocol.ReplyTooLarge + "\r\n"
+	case cache.NoMemory:
+		return protocol.ReplyOutOfMemoryStore + "\r\n"
+	case cache.NonNumeric:
+		return protocol.ReplyNonNumeric + "\r\n"
+	}
+	return protocol.ReplyError + "\r\n"
+}
+
+// reply appends a full reply line unless the request asked for no reply.
+func reply(out []byte, noreply bool, line string) []byte {
+	if noreply {
+		return out
+	}
+	return append(out, line...)
+}
+
+// appendLine appends an error line (no CRLF) and CRLF.
+func appendLine(out []byte, line string) []byte {
+	out = append(out, line...)
+	return append(out, "\r\n"...)
+}

@@ -1,0 +1,433 @@
+package protocol
+
+import "math"
+
+// This file turns one classic text line into a Request, following memcached
+// 1.6.18's process_command_ascii and its process_*_command functions,
+// including the order of their checks (which decides the reply when several
+// things are wrong) and where noreply is recognised.
+
+// parseLine parses the line buf[:lineEnd]; next is the offset just past its
+// "\n". It returns the bytes consumed (0 when a data block is incomplete).
+func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
+	r.reset()
+	p.need = 0
+	line := textLine(buf, lineEnd)
+	n, rest := p.tokenize(line)
+	// memcached: no command is shorter than two bytes.
+	if n == 0 || len(p.toks[0]) < 2 {
+		return fail(r, errUnknown, next)
+	}
+	switch string(p.toks[0]) {
+	case "get", "bget": // bget: an undocumented alias memcached still accepts
+		return p.parseGet(r, CmdGet, line, n, rest, next)
+	case "gets":
+		return p.parseGet(r, CmdGets, line, n, rest, next)
+	case "gat":
+		return p.parseGet(r, CmdGat, line, n, rest, next)
+	case "gats":
+		return p.parseGet(r, CmdGats, line, n, rest, next)
+	case "set":
+		return p.parseStorage(buf, r, CmdSet, n, next)
+	case "add":
+		return p.parseStorage(buf, r, CmdAdd, n, next)
+	case "replace":
+		return p.parseStorage(buf, r, CmdReplace, n, next)
+	case "append":
+		return p.parseStorage(buf, r, CmdAppend, n, next)
+	case "prepend":
+		return p.parseStorage(buf, r, CmdPrepend, n, next)
+	case "cas":
+		return p.parseStorage(buf, r, CmdCas, n, next)
+	case "delete":
+		return p.parseDelete(r, n, next)
+	case "incr":
+		return p.parseArith(r, CmdIncr, n, next)
+	case "decr":
+		return p.parseArith(r, CmdDecr, n, next)
+	case "touch":
+		return p.parseTouch(r, n, next)
+	case "flush_all":
+		return p.parseFlushAll(r, n, next)
+	case "verbosity":
+		return p.parseVerbosity(r, n, next)
+	case "version":
+		r.Cmd = CmdVersion
+		return next
+	case "quit":
+		r.Cmd = CmdQuit
+		return next
+	case "stats":
+		r.Cmd = CmdStats
+		r.Args = append(r.Args, p.toks[1:n]...)
+		return next
+	case "shutdown":
+		r.Cmd = CmdShutdown
+		r.Args = append(r.Args, p.toks[1:n]...)
+		return next
+	case "mg", "ms", "md", "ma", "mn", "me":
+		return p.parseMeta(buf, lineEnd, r)
+	}
+	return fail(r, errUnknown, next)
+}
+
+// fail makes r a CmdError with e and returns n.
+func fail(r *Request, e *Error, n int) int {
+	r.Cmd = CmdError
+	r.Err = e
+	return n
+}
+
+// isNoreply is memcached's set_noreply_maybe: the token before the terminal
+// one, i.e. the last of the n tokens, is exactly "noreply".
+func (p *Parser) isNoreply(n int) bool {
+	return string(p.toks[n-1]) == "noreply"
+}
+
+// parseGet parses get, gets, gat and gats (process_get_command). Keys past
+// memcached's 23-token window come from the unprocessed rest of the line.
+// A key longer than 250 bytes fails the whole command before any lookup;
+// memcached discards the replies of the keys before it, so only side effects
+// on those earlier keys (LRU bumps, gat touches, hit counters) differ.
+func (p *Parser) parseGet(r *Request, cmd Command, line []byte, n, rest, next int) int {
+	if n+1 < 3 {
+		return fail(r, errUnknown, next)
+	}
+	first := 1
+	if cmd == CmdGat || cmd == CmdGats {
+		exptime, ok := safeStrtol(p.toks[1])
+		if !ok {
+			r.FailedCmd = cmd
+			return fail(r, errInvalidExptime, next)
+		}
+		r.Exptime = int64(exptime)
+		first = 2
+	}
+	for _, k := range p.toks[first:n] {
+		if len(k) > MaxKeyLen {
+			return p.failKeys(r, cmd, next)
+		}
+		r.Keys = append(r.Keys, k)
+	}
+	for s := rest; s < len(line); {
+		if line[s] == ' ' {
+			s++
+			continue
+		}
+		e := s + 1
+		for e < len(line) && line[e] != ' ' {
+			e++
+		}
+		if e-s > MaxKeyLen {
+			return p.failKeys(r, cmd, next)
+		}
+		r.Keys = append(r.Keys, line[s:e])
+		s = e
+	}
+	// "gat <exptime>" without keys is valid: memcached answers END.
+	if len(r.Keys) > 0 {
+		r.Key = r.Keys[0]
+	}
+	r.Cmd = cmd
+	return next
+}
+
+func (p *Parser) failKeys(r *Request, cmd Command, next int) int {
+	r.Keys = r.Keys[:0]
+	r.FailedCmd = cmd
+	return fail(r, errBadFormat, next)
+}
+
+// parseStorage parses set, add, replace, append, prepend and cas
+// (process_update_command) and frames their data block.
+func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) int {
+	nt := n + 1 // memcached's ntokens
+	if cmd == CmdCas {
+		if nt != 7 && nt != 8 {
+			return fail(r, errUnknown, next)
+		}
+	} else if nt != 6 && nt != 7 {
+		return fail(r, errUnknown, next)
+	}
+	// From here on memcached has entered process_update_command. A rejected
+	// line does not swallow the data block: memcached reads it as a command.
+	r.FailedCmd = cmd
+	r.Noreply = p.isNoreply(n)
+	key := p.toks[1]
+	if len(key) > MaxKeyLen {
+		return fail(r, errBadFormat, next)
+	}
+	r.Key = key
+	flags, ok1 := safeStrtoul(p.toks[2])
+	exptime, ok2 := safeStrtol(p.toks[3])
+	vlen, ok3 := safeStrtol(p.toks[4])
+	if !ok1 || !ok2 || !ok3 {
+		return fail(r, errBadFormat, next)
+	}
+	r.Flags = flags
+	r.Exptime = int64(exptime)
+	if cmd == CmdCas {
+		cas, ok := safeStrtoull(p.toks[5])
+		if !ok {
+			return fail(r, errBadFormat, next)
+		}
+		r.CAS = cas
+	}
+	if vlen < 0 || vlen > math.MaxInt32-2 {
+		return fail(r, errBadFormat, next)
+	}
+	size := int(vlen)
+	if p.tooLarge(len(key), flags, size) {
+		// memcached answers, then swallows the declared data block and its
+		// "\r\n" whatever they contain (conn_swallow).
+		p.swallow = size + 2
+		return fail(r, errTooLarge, next)
+	}
+	end := next + size + 2
+	if len(buf) < end {
+		p.need = end
+		return 0
+	}
+	if buf[end-2] != '\r' || buf[end-1] != '\n' {
+		// memcached read exactly size+2 bytes; parsing resumes after them.
+		return fail(r, errBadDataChunk, end)
+	}
+	r.Cmd = cmd
+	r.FailedCmd = CmdNone
+	r.Data = buf[next : next+size]
+	return end
+}
+
+// tooLarge reports whether memcached's item_alloc would refuse the item as
+// too large (see SetItemSizeMax), or else whether the value exceeds maxValue.
+func (p *Parser) tooLarge(nkey int, flags uint32, size int) bool {
+	if p.itemSizeMax <= 0 {
+		return size > p.maxValue
+	}
+	total := itemHeaderSize + nkey + 1 + size + 2
+	if flags != 0 {
+		total += itemFlagsSize
+	}
+	if p.itemCAS {
+		total += itemCASSize
+	}
+	return total > p.itemSizeMax
+}
+
+// parseDelete parses "delete <key> [0] [noreply]" (process_delete_command).
+func (p *Parser) parseDelete(r *Request, n, next int) int {
+	nt := n + 1
+	if nt < 3 || nt > 5 {
+		return fail(r, errUnknown, next)
+	}
+	r.FailedCmd = CmdDelete
+	if nt > 3 {
+		holdIsZero := string(p.toks[2]) == "0"
+		r.Noreply = p.isNoreply(n)
+		valid := (nt == 4 && (holdIsZero || r.Noreply)) || (nt == 5 && holdIsZero && r.Noreply)
+		if !valid {
+			return fail(r, errDeleteUsage, next)
+		}
+	}
+	if len(p.toks[1]) > MaxKeyLen {
+		return fail(r, errBadFormat, next)
+	}
+	r.Key = p.toks[1]
+	r.Cmd = CmdDelete
+	r.FailedCmd = CmdNone
+	return next
+}
+
+// parseArith parses "incr|decr <key> <delta> [noreply]".
+func (p *Parser) parseArith(r *Request, cmd Command, n, next int) int {
+	nt := n + 1
+	if nt != 4 && nt != 5 {
+		return fail(r, errUnknown, next)
+	}
+	r.FailedCmd = cmd
+	r.Noreply = p.isNoreply(n)
+	if len(p.toks[1]) > MaxKeyLen {
+		return fail(r, errBadFormat, next)
+	}
+	r.Key = p.toks[1]
+	delta, ok := safeStrtoull(p.toks[2])
+	if !ok {
+		return fail(r, errInvalidDelta, next)
+	}
+	r.Delta = delta
+	r.Cmd = cmd
+	r.FailedCmd = CmdNone
+	return next
+}
+
+// parseTouch parses "touch <key> <exptime> [noreply]".
+func (p *Parser) parseTouch(r *Request, n, next int) int {
+	nt := n + 1
+	if nt != 4 && nt != 5 {
+		return fail(r, errUnknown, next)
+	}
+	r.FailedCmd = CmdTouch
+	r.Noreply = p.isNoreply(n)
+	if len(p.toks[1]) > MaxKeyLen {
+		return fail(r, errBadFormat, next)
+	}
+	r.Key = p.toks[1]
+	exptime, ok := safeStrtol(p.toks[2])
+	if !ok {
+		return fail(r, errInvalidExptime, next)
+	}
+	r.Exptime = int64(exptime)
+	r.Cmd = CmdTouch
+	r.FailedCmd = CmdNone
+	return next
+}
+
+// parseFlushAll parses "flush_all [delay] [noreply]". Args holds the
+// arguments without a trailing noreply; Exptime the delay (0 when absent).
+// A third argument is ignored, as memcached does ("flush_all 10 x" is valid).
+func (p *Parser) parseFlushAll(r *Request, n, next int) int {
+	nt := n + 1
+	if nt < 2 || nt > 4 {
+		return fail(r, errUnknown, next)
+	}
+	r.FailedCmd = CmdFlushAll
+	r.Noreply = p.isNoreply(n)
+	want := 2
+	if r.Noreply {
+		want = 3
+	}
+	if nt != want {
+		exptime, ok := safeStrtol(p.toks[1])
+		if !ok {
+			return fail(r, errInvalidExptime, next)
+		}
+		r.Exptime = int64(exptime)
+	}
+	r.Args = append(r.Args, p.argsNoreply(r, n)...)
+	r.Cmd = CmdFlushAll
+	r.FailedCmd = CmdNone
+	return next
+}
+
+// parseVerbosity parses "verbosity <level> [noreply]"; the level is in
+// r.Delta (a second argument other than noreply is ignored, as memcached does).
+func (p *Parser) parseVerbosity(r *Request, n, next int) int {
+	nt := n + 1
+	if nt != 3 && nt != 4 {
+		return fail(r, errUnknown, next)
+	}
+	r.FailedCmd = CmdVerbosity
+	r.Noreply = p.isNoreply(n)
+	level, ok := safeStrtoul(p.toks[1])
+	if !ok {
+		return fail(r, errBadFormat, next)
+	}
+	r.Delta = uint64(level)
+	r.Args = append(r.Args, p.argsNoreply(r, n)...)
+	r.Cmd = CmdVerbosity
+	r.FailedCmd = CmdNone
+	return next
+}
+
+// argsNoreply returns the arguments of the n tokens without a trailing noreply.
+func (p *Parser) argsNoreply(r *Request, n int) [][]byte {
+	if r.Noreply {
+		n--
+	}
+	return p.toks[1:n]
+}
+
+// Number parsing with the exact semantics of memcached's safe_strto* helpers
+// (util.c) over glibc's strtol/strtoul/strtoull on a 64-bit build: leading
+// C whitespace and a sign are accepted, the number may be followed by
+// whitespace and anything after it, a value that overflows 64 bits fails,
+// and narrower results are truncated, not range-checked (memcached stores
+// "set k 4294967296 0 1" with flags 0).
+
+// isCSpace is C's isspace in the "C" locale.
+func isCSpace(c byte) bool {
+	return c == ' ' || (c >= '\t' && c <= '\r')
+}
+
+// cstrto parses like strtoull/strtoll in base 10: it returns the sign, the
+// magnitude, the end offset, whether any digit was read and whether the
+// magnitude overflowed 64 bits.
+func cstrto(s []byte) (neg bool, mag uint64, end int, ok, overflow bool) {
+	i := 0
+	for i < len(s) && isCSpace(s[i]) {
+		i++
+	}
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	start := i
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		d := uint64(s[i] - '0')
+		if mag > (math.MaxUint64-d)/10 {
+			overflow = true
+		}
+		mag = mag*10 + d
+	}
+	if i == start {
+		return false, 0, 0, false, false
+	}
+	return neg, mag, i, true, overflow
+}
+
+// validEnd is safe_strto*'s check on the end pointer: end of token or a
+// whitespace byte.
+func validEnd(s []byte, end int) bool {
+	return end == len(s) || isCSpace(s[end])
+}
+
+// safeStrtoull is memcached's safe_strtoull: a negative number is refused
+// only when the result looks negative as a signed value (so "-0" gives 0
+// and "-18446744073709551615" gives 1), and then if the token holds a '-'
+// anywhere.
+func safeStrtoull(s []byte) (uint64, bool) {
+	neg, mag, end, ok, overflow := cstrto(s)
+	if !ok || overflow || !validEnd(s, end) {
+		return 0, false
+	}
+	v := mag
+	if neg {
+		v = -mag
+	}
+	if int64(v) < 0 && hasMinus(s) {
+		return 0, false
+	}
+	return v, true
+}
+
+// safeStrtoul is memcached's safe_strtoul: strtoul (64-bit) truncated to 32 bits.
+func safeStrtoul(s []byte) (uint32, bool) {
+	v, ok := safeStrtoull(s)
+	return uint32(v), ok
+}
+
+// safeStrtol is memcached's safe_strtol: strtol (64-bit, failing on
+// overflow) truncated to 32 bits.
+func safeStrtol(s []byte) (int32, bool) {
+	neg, mag, end, ok, overflow := cstrto(s)
+	if !ok || overflow || !validEnd(s, end) {
+		return 0, false
+	}
+	if (!neg && mag > math.MaxInt64) || (neg && mag > 1<<63) {
+		return 0, false
+	}
+	v := int64(mag)
+	if neg {
+		v = -v
+	}
+	return int32(v), true
+}
+
+func hasMinus(s []byte) bool {
+	for _, c := range s {
+		if c == '-' {
+			return true
+		}
+	}
+	return false
+}

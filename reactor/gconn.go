@@ -1,0 +1,330 @@
+package reactor
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"github.com/tandemcache/tandem/protocol"
+)
+
+// gconn is the state of one gnet connection in pool or inline mode.
+//
+// Ownership: c's non-concurrent methods, req and out are used only on the
+// connection's event loop. In pool mode the loop frames requests into
+// pending and at most one worker at a time (the one that set running)
+// executes swapped-out batches; mu guards the hand-off. Lock order: mu, then
+// wmu; parking.mu is never held with either.
+type gconn struct {
+	s          *gnetServer
+	c          gnet.Conn
+	sess       Session
+	lastActive atomic.Int64 // unix nanoseconds of the last traffic
+
+	req protocol.Request // loop-owned scratch request (inline mode)
+	out []byte           // loop-owned reply buffer (inline mode)
+
+	mu      sync.Mutex
+	pending *batch // guarded by mu: framed requests not yet taken by a worker
+	spare   *batch // guarded by mu: an executed batch kept for reuse
+	running bool   // guarded by mu: a worker owns this connection's execution
+	paused  bool   // guarded by mu: framing stopped because pending is full
+	closed  bool   // guarded by mu: gnet closed the connection
+	sessEnd bool   // guarded by mu: sess.Close was called
+
+	wmu      sync.Mutex
+	inflight [][]byte // guarded by wmu: buffers handed to AsyncWrite, oldest first
+	free     [][]byte // guarded by wmu: reply buffers ready for reuse
+	onWrite  gnet.AsyncCallback
+}
+
+// batch is a run of framed requests whose bytes are owned by arena.
+type batch struct {
+	arena []byte
+	reqs  []protocol.Request
+}
+
+func (b *batch) reset() {
+	b.arena = b.arena[:0]
+	for i := range b.reqs {
+		b.reqs[i].Err = nil
+	}
+	b.reqs = b.reqs[:0]
+}
+
+// maxKeptBuffer bounds the capacity of buffers kept for reuse, so one huge
+// reply or batch does not pin memory for the life of the connection.
+const maxKeptBuffer = 1 << 20
+
+func newGconn(s *gnetServer, c gnet.Conn) *gconn {
+	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession()}
+	gc.onWrite = gc.written
+	if s.pool {
+		gc.pending = &batch{}
+	}
+	return gc
+}
+
+// execute runs one request, turning a panic into a closed connection.
+func (gc *gconn) execute(r *protocol.Request, out []byte) ([]byte, bool) {
+	return executeSafely(gc.sess, r, out, gc.s.log, &gc.s.panics)
+}
+
+// waitForBytes reports whether the parser needs more bytes than are
+// buffered, so that a large value still arriving is not re-parsed on every
+// read (gnet's Peek copies the whole buffer each time).
+func (gc *gconn) waitForBytes() bool {
+	need := gc.sess.NeedBytes()
+	return need > 0 && gc.c.InboundBuffered() < need
+}
+
+// overInput reports whether the connection buffers more unparsed input than
+// allowed, counting it as an overflow close.
+func (gc *gconn) overInput() bool {
+	if gc.c.InboundBuffered() > gc.s.cfg.MaxInput {
+		gc.s.overflow.Add(1)
+		gc.s.log.Debug().Int("buffered", gc.c.InboundBuffered()).Msg("closing connection over the input cap")
+		return true
+	}
+	return false
+}
+
+// runInline parses and executes every complete request on the loop, then
+// writes all replies with one call.
+func (gc *gconn) runInline() gnet.Action {
+	if gc.waitForBytes() {
+		if gc.overInput() {
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	buf, _ := gc.c.Peek(-1)
+	out := gc.out[:0]
+	off := 0
+	closeConn := false
+	for off < len(buf) && !closeConn {
+		n := gc.sess.Next(buf[off:], &gc.req)
+		if n == 0 {
+			break
+		}
+		off += n
+		if gc.req.Cmd == protocol.CmdNone {
+			continue
+		}
+		out, closeConn = gc.execute(&gc.req, out)
+	}
+	if off > 0 {
+		_, _ = gc.c.Discard(off)
+	}
+	if len(out) > 0 {
+		_, _ = gc.c.Write(out)
+	}
+	if cap(out) > maxKeptBuffer {
+		out = nil
+	}
+	gc.out = out[:0]
+	if closeConn {
+		return gnet.Close
+	}
+	if gc.c.OutboundBuffered() > gc.s.cfg.MaxOutput {
+		gc.s.overflow.Add(1)
+		return gnet.Close
+	}
+	if gc.overInput() {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// frame moves complete requests from gnet's buffer into the pending batch
+// and makes sure a worker will run it.
+func (gc *gconn) frame() gnet.Action {
+	gc.mu.Lock()
+	if gc.paused || gc.waitForBytes() {
+		gc.mu.Unlock()
+		if gc.overInput() {
+			return gnet.Close
+		}
+		return gnet.None
+	}
+	buf, _ := gc.c.Peek(-1)
+	b := gc.pending
+	start := len(b.reqs)
+	off := 0
+	limit := gc.s.cfg.MaxPendingInput
+	for off < len(buf) {
+		if len(b.arena)+off >= limit {
+			gc.paused = true
+			break
+		}
+		if len(b.reqs) == cap(b.reqs) {
+			b.reqs = append(b.reqs, protocol.Request{})
+		} else {
+			b.reqs = b.reqs[:len(b.reqs)+1]
+		}
+		r := &b.reqs[len(b.reqs)-1]
+		n := gc.sess.Next(buf[off:], r)
+		if n == 0 || r.Cmd == protocol.CmdNone {
+			b.reqs = b.reqs[:len(b.reqs)-1]
+		}
+		if n == 0 {
+			break
+		}
+		off += n
+	}
+	if off > 0 {
+		old := b.arena
+		b.arena = append(b.arena, buf[:off]...)
+		if cap(old) > 0 && &old[:1][0] != &b.arena[:1][0] {
+			for i := 0; i < start; i++ {
+				b.reqs[i].Rebase(old, b.arena)
+			}
+		}
+		to := b.arena[len(old):]
+		for i := start; i < len(b.reqs); i++ {
+			b.reqs[i].Rebase(buf, to)
+		}
+		_, _ = gc.c.Discard(off)
+	}
+	submit := len(b.reqs) > 0 && !gc.running
+	if submit {
+		gc.running = true
+		gc.s.busy.Add(1)
+	}
+	gc.mu.Unlock()
+	if submit {
+		if err := gc.s.cfg.Executor.Submit(gc); err != nil {
+			gc.s.park.push(gc)
+		}
+	}
+	if gc.overInput() {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// Run executes this connection's pending batches on a worker, then any
+// connections parked while every worker was busy.
+func (gc *gconn) Run() {
+	for cur := gc; cur != nil; cur = cur.s.park.pop() {
+		cur.drain()
+	}
+}
+
+// drain executes pending batches until none is left, sending one write per
+// batch.
+func (gc *gconn) drain() {
+	defer gc.s.busy.Add(-1)
+	for {
+		gc.mu.Lock()
+		b := gc.pending
+		if len(b.reqs) == 0 || gc.closed {
+			gc.running = false
+			end := gc.closed && !gc.sessEnd
+			gc.sessEnd = gc.sessEnd || end
+			gc.mu.Unlock()
+			if end {
+				gc.sess.Close()
+			}
+			return
+		}
+		next := gc.spare
+		if next == nil {
+			next = &batch{}
+		}
+		gc.pending, gc.spare = next, nil
+		resume := gc.paused
+		gc.paused = false
+		gc.mu.Unlock()
+		if resume {
+			_ = gc.c.Wake(nil)
+		}
+
+		out := gc.getBuf()
+		closeConn := false
+		for i := range b.reqs {
+			out, closeConn = gc.execute(&b.reqs[i], out)
+			if closeConn {
+				break
+			}
+		}
+		b.reset()
+		if cap(b.arena) > maxKeptBuffer {
+			b.arena = nil
+		}
+		gc.mu.Lock()
+		gc.spare = b
+		gc.mu.Unlock()
+
+		gc.send(out)
+		if closeConn {
+			_ = gc.c.Close()
+			gc.mu.Lock()
+			gc.closed = true
+			gc.mu.Unlock()
+		}
+	}
+}
+
+func (gc *gconn) getBuf() []byte {
+	gc.wmu.Lock()
+	defer gc.wmu.Unlock()
+	if n := len(gc.free); n > 0 {
+		b := gc.free[n-1]
+		gc.free = gc.free[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, 4096)
+}
+
+// send hands out to the loop. Writes of one connection are issued by one
+// worker at a time, so they reach the socket in order.
+func (gc *gconn) send(out []byte) {
+	if len(out) == 0 {
+		gc.wmu.Lock()
+		gc.free = append(gc.free, out)
+		gc.wmu.Unlock()
+		return
+	}
+	gc.wmu.Lock()
+	gc.inflight = append(gc.inflight, out)
+	gc.wmu.Unlock()
+	gc.s.writes.Add(1)
+	if err := gc.c.AsyncWrite(out, gc.onWrite); err != nil {
+		gc.written(gc.c, err)
+	}
+}
+
+// written runs on the loop after a write: it recycles the oldest in-flight
+// buffer and closes a connection whose unsent output is over the cap.
+func (gc *gconn) written(c gnet.Conn, err error) error {
+	gc.s.writes.Add(-1)
+	gc.wmu.Lock()
+	if len(gc.inflight) > 0 {
+		b := gc.inflight[0]
+		copy(gc.inflight, gc.inflight[1:])
+		gc.inflight = gc.inflight[:len(gc.inflight)-1]
+		if cap(b) <= maxKeptBuffer && len(gc.free) < 4 {
+			gc.free = append(gc.free, b[:0])
+		}
+	}
+	gc.wmu.Unlock()
+	if err == nil && c != nil && c.OutboundBuffered() > gc.s.cfg.MaxOutput {
+		gc.s.overflow.Add(1)
+		_ = c.Close()
+	}
+	return nil
+}
+
+// onClose runs on the loop when gnet closed the connection.
+func (gc *gconn) onClose() {
+	gc.mu.Lock()
+	gc.closed = true
+	end := !gc.running && !gc.sessEnd
+	gc.sessEnd = gc.sessEnd || end
+	gc.mu.Unlock()
+	if end {
+		gc.sess.Close()
+	}
+}

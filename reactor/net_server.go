@@ -1,0 +1,231 @@
+package reactor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tandemcache/tandem/protocol"
+)
+
+// netServer is goroutine mode: plain net, one goroutine per connection.
+type netServer struct {
+	cfg   Config
+	log   zerolog.Logger
+	ready chan struct{}
+
+	ln       net.Listener // set before ready is closed
+	stopping atomic.Bool
+
+	curr       atomic.Int64
+	total      atomic.Uint64
+	rejected   atomic.Uint64
+	overflow   atomic.Uint64
+	idleClosed atomic.Uint64
+	panics     atomic.Uint64
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // guarded by mu
+	wg    sync.WaitGroup
+}
+
+func newNetServer(cfg Config) *netServer {
+	return &netServer{cfg: cfg, log: cfg.Logger, ready: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+}
+
+func (s *netServer) Ready() <-chan struct{} { return s.ready }
+func (s *netServer) Addr() net.Addr         { return s.ln.Addr() }
+
+func (s *netServer) Stats() Stats {
+	return Stats{
+		CurrConns:      s.curr.Load(),
+		TotalConns:     s.total.Load(),
+		RejectedConns:  s.rejected.Load(),
+		ClosedOverflow: s.overflow.Load(),
+		ClosedIdle:     s.idleClosed.Load(),
+		Panics:         s.panics.Load(),
+	}
+}
+
+// Serve accepts connections until Shutdown.
+func (s *netServer) Serve() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("reactor: %w", err)
+	}
+	s.ln = ln
+	close(s.ready)
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.stopping.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && !errors.Is(err, net.ErrClosed) {
+				// EMFILE and friends: back off instead of spinning or dying.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn().Err(err).Dur("backoff", backoff).Msg("accept failed")
+				time.Sleep(backoff)
+				continue
+			}
+			return fmt.Errorf("reactor: accept: %w", err)
+		}
+		backoff = 0
+		s.total.Add(1)
+		if n := s.curr.Add(1); n > int64(s.cfg.MaxConns) {
+			s.curr.Add(-1)
+			s.rejected.Add(1)
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write(tooManyConns)
+			_ = c.Close()
+			continue
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go s.serveConn(c)
+	}
+}
+
+// Shutdown closes the listener, interrupts connections waiting for input and
+// waits for the others to finish the requests they already read.
+func (s *netServer) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
+	select {
+	case <-s.ready:
+	default:
+		return nil
+	}
+	_ = s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.SetReadDeadline(time.Now())
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("reactor: shutdown: %w", ctx.Err())
+	}
+}
+
+const netReadSize = 16 << 10
+
+// serveConn reads, executes every complete request, and flushes the replies
+// before blocking for more input. A peer that stops reading blocks only its
+// own goroutine in Write: memory stays bounded by the buffers.
+func (s *netServer) serveConn(c net.Conn) {
+	sess := s.cfg.NewSession()
+	defer func() {
+		if p := recover(); p != nil {
+			s.panics.Add(1)
+			s.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("connection panicked; closing it")
+		}
+		sess.Close()
+		_ = c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.curr.Add(-1)
+		s.wg.Done()
+	}()
+	w := bufio.NewWriterSize(c, netReadSize)
+	buf := make([]byte, netReadSize)
+	var req protocol.Request
+	var out []byte
+	start, end := 0, 0
+	for {
+		// Execute every complete request in the buffer.
+		closeConn := false
+		for start < end && !closeConn {
+			n := sess.Next(buf[start:end], &req)
+			if n == 0 {
+				break
+			}
+			start += n
+			if req.Cmd == protocol.CmdNone {
+				continue
+			}
+			out, closeConn = executeSafely(sess, &req, out, s.log, &s.panics)
+			if len(out) >= netReadSize {
+				if _, err := w.Write(out); err != nil {
+					return
+				}
+				out = out[:0]
+			}
+		}
+		if len(out) > 0 {
+			if _, err := w.Write(out); err != nil {
+				return
+			}
+			out = out[:0]
+		}
+		if cap(out) > maxKeptBuffer {
+			out = nil
+		}
+		if err := w.Flush(); err != nil || closeConn {
+			return
+		}
+		if start == end {
+			start, end = 0, 0
+		}
+		if s.stopping.Load() {
+			return
+		}
+		// Make room for the rest of the current request.
+		need := max(sess.NeedBytes(), end-start+1)
+		if need > s.cfg.MaxInput {
+			s.overflow.Add(1)
+			return
+		}
+		if start > 0 && (need > len(buf)-start || start == end || end == len(buf)) {
+			end = copy(buf, buf[start:end])
+			start = 0
+		}
+		if need > len(buf) || end == len(buf) {
+			nb := make([]byte, max(need, 2*len(buf)))
+			end = copy(nb, buf[start:end])
+			start, buf = 0, nb
+		}
+		if s.cfg.IdleTimeout > 0 {
+			_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		}
+		n, err := c.Read(buf[end:])
+		if n == 0 && err != nil {
+			var ne net.Error
+			if s.cfg.IdleTimeout > 0 && errors.As(err, &ne) && ne.Timeout() && !s.stopping.Load() {
+				s.idleClosed.Add(1)
+			}
+			return
+		}
+		end += n
+		if start == 0 && end == n && cap(buf) > maxKeptBuffer && end < netReadSize {
+			// Shrink a buffer grown for one large value.
+			nb := make([]byte, netReadSize)
+			end = copy(nb, buf[:end])
+			buf = nb
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package reactor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tandemcache/tandem/protocol"
+	"github.com/tandemcache/tandem/workerpool"
+)
+
+// lineSession is a toy protocol: each "\n"-terminated line is a request and
+// its reply is "R:<line>\n". "quit" closes, "panic" panics, "slow" sleeps.
+type lineSession struct{}
+
+func (lineSession) Next(buf []byte, r *protocol.Request) int {
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return 0
+	}
+	r.Cmd, r.Key = protocol.CmdGet, buf[:i]
+	return i + 1
+}
+
+func (lineSession) NeedBytes() int { return 0 }
+
+func (lineSession) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
+	switch string(r.Key) {
+	case "quit":
+		return out, true
+	case "panic":
+		panic("boom")
+	case "slow":
+		time.Sleep(5 * time.Millisecond)
+	}
+	out = append(out, "R:"...)
+	out = append(out, r.Key...)
+	return append(out, '\n'), false
+}
+
+func (lineSession) Close() {}
+
+type poolExec struct{ p *workerpool.Pool }
+
+func (e poolExec) Submit(t Task) error { return e.p.Submit(t) }
+
+// startTest runs a server of the given mode on a free port.
+func startTest(t *testing.T, mode Mode, mod func(*Config)) Server {
+	t.Helper()
+	cfg := Config{
+		Mode:       mode,
+		Addr:       "127.0.0.1:0",
+		Loops:      2,
+		MaxConns:   100,
+		NewSession: func() Session { return lineSession{} },
+		Logger:     zerolog.Nop(),
+	}
+	if mode == ModePool {
+		p, err := workerpool.New(workerpool.Config{Workers: 2, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Release(time.Second) })
+		cfg.Executor = poolExec{p}
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve() }()
+	select {
+	case <-srv.Ready():
+	case err := <-errc:
+		t.Fatalf("Serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-errc; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return srv
+}
+
+var allModes = []Mode{ModePool, ModeInline, ModeGoroutine}
+
+func TestConfigValidate(t *testing.T) {
+	ok := func() Config {
+		return Config{Mode: ModeInline, Addr: "127.0.0.1:0", Loops: 1, MaxConns: 1, NewSession: func() Session { return lineSession{} }}
+	}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"bad mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
+		{"no loops", func(c *Config) { c.Loops = 0 }, "loops"},
+		{"no conns", func(c *Config) { c.MaxConns = 0 }, "conn limit"},
+		{"pool without executor", func(c *Config) { c.Mode = ModePool }, "Executor"},
+		{"bad addr", func(c *Config) { c.Addr = "nope" }, "listen address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok()
+			tc.mod(&c)
+			err := c.Validate()
+			if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Validate() = %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestOrderUnderParking pipelines slow and fast requests on many
+// connections through a 2-worker pool so connections park; every reply must
+// arrive in order.
+func TestOrderUnderParking(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := startTest(t, mode, nil)
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for c := 0; c < 8; c++ {
+				wg.Add(1)
+				go func(c int) {
+					defer wg.Done()
+					conn, err := net.Dial("tcp", srv.Addr().String())
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer conn.Close()
+					_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+					var req, want strings.Builder
+					for i := 0; i < 200; i++ {
+						line := fmt.Sprintf("c%d-%d", c, i)
+						if i%50 == 0 {
+							line = "slow"
+						}
+						req.WriteString(line + "\n")
+						want.WriteString("R:" + line + "\n")
+					}
+					if _, err := io.WriteString(conn, req.String()); err != nil {
+						errs <- err
+						return
+					}
+					got := make([]byte, want.Len())
+					if _, err := io.ReadFull(conn, got); err != nil || string(got) != want.String() {
+						errs <- fmt.Errorf("conn %d: replies out of order or short (%v)", c, err)
+					}
+				}(c)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestPanicClosesOnlyItsConnection checks a panicking request closes its
+// connection while others keep being served.
+func TestPanicClosesOnlyItsConnection(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := startTest(t, mode, nil)
+			good, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer good.Close()
+			_ = good.SetDeadline(time.Now().Add(10 * time.Second))
+			bad, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bad.Close()
+			_ = bad.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = io.WriteString(bad, "a\npanic\nb\n")
+			rest, _ := io.ReadAll(bad)
+			if string(rest) != "R:a\n" {
+				t.Fatalf("panicking connection got %q, want only the reply before the panic", rest)
+			}
+			_, _ = io.WriteString(good, "x\n")
+			line, err := bufio.NewReader(good).ReadString('\n')
+			if err != nil || line != "R:x\n" {
+				t.Fatalf("other connection after a panic: %q, %v", line, err)
+			}
+			if srv.Stats().Panics != 1 {
+				t.Fatalf("Stats().Panics = %d, want 1", srv.Stats().Panics)
+			}
+		})
+	}
+}
+
+// TestInputCap closes a connection that sends an endless line.
+func TestInputCap(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := startTest(t, mode, func(c *Config) { c.MaxInput = 64 << 10 })
+			conn, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			chunk := bytes.Repeat([]byte("x"), 16<<10)
+			var werr error
+			for i := 0; i < 64 && werr == nil; i++ { // up to 1 MiB, 16x the cap
+				_, werr = conn.Write(chunk)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := conn.Read(make([]byte, 1)); err == nil {
+				t.Fatalf("connection over the input cap still open")
+			}
+			if srv.Stats().ClosedOverflow != 1 {
+				t.Fatalf("ClosedOverflow = %d, want 1", srv.Stats().ClosedOverflow)
+			}
+		})
+	}
+}
+
+// TestIdleTimeout closes a connection that sends nothing.
+func TestIdleTimeout(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := startTest(t, mode, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
+			conn, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			start := time.Now()
+			if _, err := conn.Read(make([]byte, 1)); err == nil {
+				t.Fatal("idle connection got data")
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Fatalf("idle connection closed after %v", d)
+			}
+		})
+	}
+}
