@@ -2,6 +2,8 @@ package harness
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -88,4 +90,34 @@ func (r *Report) Write(dir string, sc *Scenario, plots bool) error {
 // fmtDuration renders seconds as "1m23s".
 func fmtDuration(sec float64) string {
 	return (time.Duration(sec) * time.Second).Round(time.Second).String()
+}
+
+// Rerender rewrites the Markdown and plots of the scenarios in names (all
+// when empty) from the JSON files already in dir, without measuring again.
+func Rerender(dir string, names []string, plots bool) error {
+	if len(names) == 0 {
+		names = ScenarioNames()
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name+".json"))
+		if errors.Is(err, os.ErrNotExist) && len(names) == len(ScenarioNames()) {
+			continue // rendering "all": skip the ones never run
+		}
+		if err != nil {
+			return err
+		}
+		var r Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("harness: %s.json: %w", name, err)
+		}
+		scs, err := selectScenarios(r.Profile, []string{name})
+		if err != nil {
+			return err
+		}
+		r.Plots = nil
+		if err := r.Write(dir, &scs[0], plots); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -66,3 +66,28 @@ func TestReportWrite(t *testing.T) {
 		}
 	}
 }
+
+func TestRerender(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{Profile: Quick}
+	o.fill()
+	sc := singleConn(Quick)
+	targets := []TargetStatus{{Target: MemcachedTarget(1), Measured: true}}
+	runs := []Measurement{meas("memcached-t1", "one key", "mixed", 1234, 10)}
+	if err := newReport(&sc, o, Machine{}, targets, runs, time.Now()).Write(dir, &sc, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "single.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rerender(dir, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "single.md"))
+	if err != nil || !strings.Contains(string(md), "| memcached-t1 | one key | 1,234 |") {
+		t.Errorf("re-rendered single.md: %v\n%s", err, md)
+	}
+	if err := Rerender(dir, []string{"threads"}, false); err == nil {
+		t.Error("re-rendering a scenario without JSON: want an error")
+	}
+}

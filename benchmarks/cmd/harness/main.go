@@ -53,6 +53,7 @@ func run(args []string, stderr io.Writer) int {
 		progress  = fs.Bool("progress", false, "print the load generator's per-second progress lines")
 		noPlots   = fs.Bool("no-plots", false, "skip the PNG plots")
 		strict    = fs.Bool("strict", false, "exit 1 when any request failed or did not verify")
+		rerender  = fs.Bool("rerender", false, "only rewrite the .md files and plots in -out from its .json files (no measuring)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: harness [flags]\n\nRuns the benchmark scenarios against tandem and memcached side by side.\n\n")
@@ -108,6 +109,14 @@ func run(args []string, stderr io.Writer) int {
 		o.OutDir = filepath.Join(o.Repo, "benchmarks", "results")
 	default:
 		o.OutDir = "results"
+	}
+	if *rerender {
+		if err := harness.Rerender(o.OutDir, o.Scenarios, !o.NoPlots); err != nil {
+			fmt.Fprintf(stderr, "harness: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "re-rendered %s\n", o.OutDir)
+		return 0
 	}
 	limit := *maxTime
 	if limit == 0 {
