@@ -1,8 +1,6 @@
 package handler
 
 import (
-	"strconv"
-
 	"github.com/tandemcache/tandem/cache"
 	"github.com/tandemcache/tandem/protocol"
 )
@@ -47,10 +45,8 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	case protocol.CmdVersion:
 		return append(append(out, "VERSION "...), Version+"\r\n"...), false
 	case protocol.CmdVerbosity:
-		if h.cfg.OnVerbosity != nil && len(r.Args) > 0 {
-			if lvl, err := strconv.Atoi(string(r.Args[0])); err == nil {
-				h.cfg.OnVerbosity(lvl)
-			}
+		if h.cfg.OnVerbosity != nil {
+			h.cfg.OnVerbosity(int(min(r.Delta, 1<<20)))
 		}
 		return reply(out, r.Noreply, protocol.RespOK), false
 	case protocol.CmdStats:
@@ -87,20 +83,13 @@ func (h *Handler) retrieve(r *protocol.Request, out []byte) []byte {
 	return append(out, protocol.RespEnd...)
 }
 
-// flushAll answers flush_all [delay] [noreply].
+// flushAll answers flush_all [delay] [noreply]; the parser has already
+// read the delay with memcached's number rules into r.Exptime.
 func (h *Handler) flushAll(r *protocol.Request, out []byte) []byte {
 	if h.cfg.DisableFlushAll {
-		return appendLine(out, protocol.ReplyFlushDisabled)
+		return reply(out, r.Noreply, protocol.ReplyFlushDisabled+"\r\n")
 	}
-	var delay int64
-	if len(r.Args) > 0 {
-		d, err := strconv.ParseInt(string(r.Args[0]), 10, 64)
-		if err != nil {
-			return appendLine(out, protocol.ReplyInvalidExptime)
-		}
-		delay = d
-	}
-	h.cfg.Cache.FlushAll(delay)
+	h.cfg.Cache.FlushAll(r.Exptime)
 	return reply(out, r.Noreply, protocol.RespOK)
 }
 
@@ -112,6 +101,10 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 	}
 	if e.Kind == protocol.ErrTooLarge && r.FailedCmd == protocol.CmdSet && len(r.Key) > 0 {
 		h.cfg.Cache.Delete(r.Key)
+	}
+	if r.FailedCmd == protocol.CmdFlushAll && h.cfg.DisableFlushAll {
+		// memcached checks -F before it parses the delay.
+		return reply(out, r.Noreply, protocol.ReplyFlushDisabled+"\r\n"), false
 	}
 	if e.Silent && r.Noreply {
 		return out, e.Close

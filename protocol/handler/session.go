@@ -26,7 +26,11 @@ type Session struct {
 
 // NewSession creates the state of a new connection.
 func (h *Handler) NewSession() *Session {
-	return &Session{h: h, parser: protocol.NewParser(h.cfg.MaxItemSize)}
+	p := protocol.NewParser(h.cfg.MaxItemSize)
+	// memcached's exact too-large rule: the item header and key count
+	// against -I, so the value limit is a little below it.
+	p.SetItemSizeMax(h.cfg.MaxItemSize, !h.cfg.DisableCAS)
+	return &Session{h: h, parser: p}
 }
 
 // Next parses the next request from buf; see protocol.Parser.Next.

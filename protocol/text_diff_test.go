@@ -1,0 +1,152 @@
+package protocol
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDiffMemcached sends random, mostly malformed command lines to a real
+// memcached 1.6.18 and checks the parser against it: where a case parses to
+// errors only, the parser's replies must equal memcached's byte for byte;
+// where a set is accepted, memcached must have stored the flags and data the
+// parser read. It runs only when TANDEM_MEMCACHED_ADDR names a memcached
+// started with default settings, e.g.
+//
+//	memcached -p 21211 -l 127.0.0.1 -U 0 &
+//	TANDEM_MEMCACHED_ADDR=127.0.0.1:21211 go test -run TestDiffMemcached ./protocol
+//
+// TANDEM_DIFF_SEED picks another random sequence (default 1).
+func TestDiffMemcached(t *testing.T) {
+	addr := os.Getenv("TANDEM_MEMCACHED_ADDR")
+	if addr == "" {
+		t.Skip("TANDEM_MEMCACHED_ADDR not set")
+	}
+	seed, _ := strconv.ParseUint(os.Getenv("TANDEM_DIFF_SEED"), 10, 64)
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	// No flush_all (a delayed flush would hide later sets), verbosity or quit.
+	cmds := []string{"get", "gets", "gat", "gats", "bget", "set", "add", "replace", "append", "prepend", "cas",
+		"delete", "incr", "decr", "touch", "stats", "mx", "GET", "g", "ge", "sets", "x"}
+	args := []string{"dz:none", "dz:none", "dz:none", "noreply", "noreply", "0", "0", "-0", "-1", "1", "2", "00",
+		"abc", "4294967296", "18446744073709551615", "18446744073709551616", "-18446744073709551615", "+5",
+		"\t5", "5\t-", "5x", key251, key250, "1\r", "NOREPLY", "0\x00x", "\x00", "-", "+", "\v7",
+		"-9223372036854775808", "9223372036854775807", "4294967297", "2147483645", "2147483648",
+		"-2147483649", "99999999999999999999"}
+	nums := []string{"0", "-0", "1", "+5", "\t5", "5\t-", "4294967296", "4294967295", "18446744073709551615",
+		"-18446744073709551615", "-1", "\v7", "4294967297", "1\r", "00012", "+0", "2592000", "3"}
+	lens := []string{"0", "1", "3", "-0", "+3", "\t2", "2\t-x", "4294967299", "3\r", "00003"}
+
+	rng := rand.New(rand.NewPCG(seed+1, 7))
+	newParser := func() *Parser {
+		p := NewParser(1 << 20)
+		p.SetItemSizeMax(1<<20, true)
+		return p
+	}
+	buf := make([]byte, 1<<16)
+	compared, sets := 0, 0
+	for range 20000 {
+		var b strings.Builder
+		if rng.IntN(2) == 0 {
+			// A set with odd numbers: checks the accepted path too.
+			b.WriteString("set dz:k" + string(rune('a'+rng.IntN(26))) + " " + nums[rng.IntN(len(nums))] + " " +
+				nums[rng.IntN(len(nums))] + " " + lens[rng.IntN(len(lens))] + []string{"", " noreply", " x", " "}[rng.IntN(4)])
+		} else {
+			if rng.IntN(5) == 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(cmds[rng.IntN(len(cmds))])
+			for range rng.IntN([]int{4, 8, 30}[rng.IntN(3)]) {
+				b.WriteString(strings.Repeat(" ", 1+rng.IntN(2)))
+				b.WriteString(args[rng.IntN(len(args))])
+			}
+			if rng.IntN(3) == 0 {
+				b.WriteString(" ")
+			}
+		}
+		b.WriteString([]string{"\r\n", "\r\n", "\r\n", "\n"}[rng.IntN(4)])
+		in := []byte(b.String())
+
+		// Complete the case from the parser's view of its first line.
+		var r Request
+		p := newParser()
+		if n := p.Next(in, &r); n == 0 {
+			need := p.NeedBytes()
+			if need == 0 || need > len(in)+100 {
+				continue
+			}
+			in = append(in, bytes.Repeat([]byte("d"), need-len(in)-2)...)
+			in = append(in, []string{"\r\n", "XX", "\r\r", "\n\n"}[rng.IntN(4)]...)
+			in = append(in, "\r\n"...) // a line to read if the end was wrong
+		} else if r.Cmd == CmdError && r.Err.Kind == ErrTooLarge {
+			continue // the swallow would take gigabytes
+		} else if rng.IntN(2) == 0 {
+			in = append(in, "x\r\n"...)
+		}
+
+		// The replies the parse alone determines.
+		p = newParser()
+		var want []byte
+		errorsOnly := true
+		var set *Request
+		for rest := in; len(rest) > 0; {
+			var r Request
+			n := p.Next(rest, &r)
+			if n == 0 {
+				t.Fatalf("case %q: parser wants more input", in)
+			}
+			rest = rest[n:]
+			switch {
+			case r.Cmd == CmdError:
+				if !(r.Err.Silent && r.Noreply) {
+					want = AppendError(want, r.Err)
+				}
+			case r.Cmd == CmdSet && set == nil && r.Exptime >= 0 && r.Exptime <= 2592000:
+				set = &r
+				errorsOnly = false
+			case r.Cmd != CmdNone:
+				errorsOnly = false
+			}
+		}
+		var wantGet []byte
+		if set != nil {
+			wantGet = append(AppendValue(nil, set.Key, set.Flags, set.Data), RespEnd...)
+			in = append(append(append(in, "get "...), set.Key...), "\r\n"...)
+			sets++
+		}
+
+		// "mn" answers "MN" once everything before it is answered.
+		if _, err := conn.Write(append(in, "mn\r\n"...)); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		for !bytes.HasSuffix(got, []byte("MN\r\n")) {
+			conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			k, err := conn.Read(buf)
+			if err != nil {
+				t.Fatalf("case %q: %v after %q (memcached waits for more input?)", in, err, got)
+			}
+			got = append(got, buf[:k]...)
+		}
+		got = got[:len(got)-len("MN\r\n")]
+		if errorsOnly {
+			compared++
+			if !bytes.Equal(got, want) {
+				t.Errorf("case %q:\nmemcached %q\n   parser %q", in, got, want)
+			}
+		}
+		if set != nil && !bytes.HasSuffix(got, wantGet) {
+			t.Errorf("case %q:\nmemcached %q\nwant it to end in %q", in, got, wantGet)
+		}
+	}
+	t.Logf("%d error-only cases compared, %d accepted sets checked", compared, sets)
+}
