@@ -3,13 +3,12 @@ package protocol
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/tandemcache/tandem/protocol/transcript"
 )
 
 var cmdNames = map[Command]string{
@@ -202,77 +201,11 @@ func fingerprint(r *Request) uint64 {
 	return h
 }
 
-// transcriptCase is one case of testdata/transcripts (format in its README).
-type transcriptCase struct {
-	file, name string
-	segments   [][]byte // request bytes, split at pauses
-	reply      []byte
-	close      bool
-}
-
-func loadTranscripts(t *testing.T) []transcriptCase {
+func loadTranscripts(t *testing.T) []transcript.Case {
 	t.Helper()
-	paths, err := filepath.Glob("testdata/transcripts/*.txt")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	unquote := func(path string, line int, s string) string {
-		v, err := strconv.Unquote(`"` + s + `"`)
-		if err != nil {
-			t.Fatalf("%s:%d: bad escape in %q: %v", path, line, s, err)
-		}
-		return v
-	}
-	repeat := func(path string, line int, s string) string {
-		count, text, ok := strings.Cut(s, " ")
-		n, err := strconv.Atoi(count)
-		if !ok || err != nil || n < 0 {
-			t.Fatalf("%s:%d: bad repeat %q", path, line, s)
-		}
-		return strings.Repeat(unquote(path, line, text), n)
-	}
-	var cases []transcriptCase
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var c *transcriptCase
-		var seg []byte
-		flush := func() {
-			if c != nil {
-				c.segments = append(c.segments, seg)
-				cases = append(cases, *c)
-			}
-		}
-		for i, line := range strings.Split(string(data), "\n") {
-			ln := i + 1
-			switch {
-			case line == "" || strings.HasPrefix(line, "#"):
-			case strings.HasPrefix(line, "=== "):
-				flush()
-				c = &transcriptCase{file: filepath.Base(path), name: line[4:]}
-				seg = nil
-			case c == nil:
-				t.Fatalf("%s:%d: %q before the first case", path, ln, line)
-			case strings.HasPrefix(line, "> "):
-				seg = append(seg, unquote(path, ln, line[2:])...)
-			case strings.HasPrefix(line, ">* "):
-				seg = append(seg, repeat(path, ln, line[3:])...)
-			case line == "~":
-				c.segments = append(c.segments, seg)
-				seg = nil
-			case strings.HasPrefix(line, "< "):
-				c.reply = append(c.reply, unquote(path, ln, line[2:])...)
-			case strings.HasPrefix(line, "<* "):
-				c.reply = append(c.reply, repeat(path, ln, line[3:])...)
-			case line == "! close":
-				c.close = true
-			default:
-				t.Fatalf("%s:%d: unknown line %q", path, ln, line)
-			}
-		}
-		flush()
+	cases, err := transcript.LoadDir("testdata/transcripts")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return cases
 }
@@ -291,7 +224,7 @@ func TestTranscripts(t *testing.T) {
 		var pending, reply []byte
 		closed, replyKnown := false, true
 	feed:
-		for _, seg := range tc.segments {
+		for _, seg := range tc.Segments {
 			pending = append(pending, seg...)
 			for len(pending) > 0 {
 				n := p.Next(pending, &r)
@@ -299,7 +232,7 @@ func TestTranscripts(t *testing.T) {
 					break
 				}
 				if e := checkRequest(pending, n, &r); e != "" {
-					t.Fatalf("%s: %s: %s", tc.file, tc.name, e)
+					t.Fatalf("%s: %s: %s", tc.File, tc.Name, e)
 				}
 				pending = pending[n:]
 				switch {
@@ -321,16 +254,16 @@ func TestTranscripts(t *testing.T) {
 			}
 		}
 		if !closed && len(pending) > 0 {
-			t.Errorf("%s: %s: %d bytes left unparsed: %s", tc.file, tc.name, len(pending), quoteShort(string(pending)))
+			t.Errorf("%s: %s: %d bytes left unparsed: %s", tc.File, tc.Name, len(pending), quoteShort(string(pending)))
 			continue
 		}
-		if closed != tc.close && (replyKnown || closed) {
-			t.Errorf("%s: %s: parser closed=%v, memcached closed=%v", tc.file, tc.name, closed, tc.close)
+		if closed != tc.Close && (replyKnown || closed) {
+			t.Errorf("%s: %s: parser closed=%v, memcached closed=%v", tc.File, tc.Name, closed, tc.Close)
 		}
 		if replyKnown {
 			checked++
-			if !bytes.Equal(reply, tc.reply) {
-				t.Errorf("%s: %s\n got reply: %q\nmemcached: %q", tc.file, tc.name, reply, tc.reply)
+			if !bytes.Equal(reply, tc.Reply) {
+				t.Errorf("%s: %s\n got reply: %q\nmemcached: %q", tc.File, tc.Name, reply, tc.Reply)
 			}
 		}
 	}

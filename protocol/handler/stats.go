@@ -20,6 +20,32 @@ func (h *Handler) stats(r *protocol.Request, out []byte) []byte {
 			}
 		}
 		return append(out, protocol.RespEnd...)
+	case "detail":
+		// Per-prefix detail stats are not kept; the switch is accepted as
+		// memcached accepts it, and the dump is empty.
+		if len(r.Args) >= 2 {
+			switch string(r.Args[1]) {
+			case "on", "off":
+				return append(out, protocol.RespOK...)
+			case "dump":
+				return append(out, protocol.RespEnd...)
+			}
+		}
+		return appendLine(out, protocol.ReplyStatsDetailUsage)
+	case "cachedump":
+		// Items are not kept in slab classes: every class dumps empty.
+		if len(r.Args) < 3 {
+			return appendLine(out, protocol.ReplyBadCommandLine)
+		}
+		id, err1 := strconv.ParseUint(string(r.Args[1]), 10, 32)
+		_, err2 := strconv.ParseUint(string(r.Args[2]), 10, 32)
+		if err1 != nil || err2 != nil {
+			return appendLine(out, protocol.ReplyBadFormat)
+		}
+		if id == 0 || id > 63 {
+			return appendLine(out, protocol.ReplyIllegalSlabID)
+		}
+		return append(out, protocol.RespEnd...)
 	case "reset":
 		h.cfg.Cache.ResetStats()
 		h.bytesRead.Store(0)
