@@ -17,8 +17,14 @@ func benchKeyset() [][]byte {
 	return keys
 }
 
+// newBenchCache returns a 256 MB cache holding benchKeys items of 100 bytes. It uses a
+// CoarseClock (not started: the benchmarks need no moving time), as the server should.
 func newBenchCache(b *testing.B) (*Cache, [][]byte, []byte) {
-	c, err := New(Config{MaxBytes: 256 << 20})
+	return newBenchCacheClock(b, NewCoarseClock())
+}
+
+func newBenchCacheClock(b *testing.B, clk Clock) (*Cache, [][]byte, []byte) {
+	c, err := New(Config{MaxBytes: 256 << 20, Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -30,7 +36,16 @@ func newBenchCache(b *testing.B) (*Cache, [][]byte, []byte) {
 }
 
 func BenchmarkGetHit(b *testing.B) {
-	c, keys, _ := newBenchCache(b)
+	benchGetHit(b, NewCoarseClock())
+}
+
+// BenchmarkGetHitSystemClock shows the cost of reading the system clock on every operation.
+func BenchmarkGetHitSystemClock(b *testing.B) {
+	benchGetHit(b, SystemClock())
+}
+
+func benchGetHit(b *testing.B, clk Clock) {
+	c, keys, _ := newBenchCacheClock(b, clk)
 	dst := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -65,7 +80,7 @@ func BenchmarkStoreExisting(b *testing.B) {
 
 // BenchmarkStoreNew stores fresh keys into a full 8 MB cache: admission and eviction work.
 func BenchmarkStoreNew(b *testing.B) {
-	c, err := New(Config{MaxBytes: 8 << 20})
+	c, err := New(Config{MaxBytes: 8 << 20, Clock: NewCoarseClock()})
 	if err != nil {
 		b.Fatal(err)
 	}

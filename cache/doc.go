@@ -4,7 +4,8 @@
 //
 // What it owns: items, their bytes, expiry and the memory budget. What it does not: the
 // protocol (operations return Outcome values; the caller turns them into reply text), the
-// network, logging and goroutines (New starts none; all work happens in the callers' goroutines).
+// network, logging and goroutines: New starts none and all work happens in the callers'
+// goroutines; only a CoarseClock runs one, between its owner's Start and Stop calls.
 //
 // # Structure
 //
@@ -34,6 +35,13 @@
 // memcached accepts a set whose item is evicted right away. This is what gives the cache its hit
 // ratio on skewed workloads; a one-off key does not push out a popular one.
 //
+// # Time
+//
+// Expiry and flush_all use whole unix seconds from Config.Clock. SystemClock reads the system
+// clock on every operation; CoarseClock, started and stopped by its owner, reads an atomic that
+// a goroutine refreshes each second, as memcached's current_time does, and is the better choice
+// for a server. Tests inject a fake clock and never sleep.
+//
 // # Locks and bytes
 //
 // Lock order: the FlushAll mutex is never held while taking a shard lock; no code holds two
@@ -48,7 +56,8 @@
 //   - A Set that must make room needs only the difference between the new and old item sizes;
 //     memcached allocates the whole new item first. An add on a live key with memory full is
 //     NotStored here, SERVER_ERROR out of memory there.
-//   - flush_all is exact to the cas id for immediate flushes whether or not DisableCAS is set,
+//   - flush_all is exact to the cas id for immediate flushes even with DisableCAS (every write
+//     still gets a unique internal id; -C only hides it and makes every cas command Exists),
 //     and a flush already in effect is not undone by a later delayed flush_all. A flush_all with
 //     an absolute time in the past flushes at once (memcached ignores times before its start).
 //   - Expired and flushed items are counted in get_expired/get_flushed when an access finds them;

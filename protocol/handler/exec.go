@@ -22,10 +22,6 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		return h.retrieve(r, out), false
 	case protocol.CmdSet, protocol.CmdAdd, protocol.CmdReplace, protocol.CmdAppend, protocol.CmdPrepend, protocol.CmdCas:
 		outcome, _ := c.Store(storeModes[r.Cmd], r.Key, r.Data, r.Flags, r.Exptime, r.CAS)
-		if outcome == cache.TooLarge && r.Cmd == protocol.CmdSet {
-			// memcached unlinks the old item so a failed set leaves no stale value.
-			c.Delete(r.Key)
-		}
 		return reply(out, r.Noreply, storeReply(outcome)), false
 	case protocol.CmdDelete:
 		return reply(out, r.Noreply, storeReply(c.Delete(r.Key))), false
@@ -99,8 +95,8 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 	if e == nil {
 		return append(out, protocol.RespError...), false
 	}
-	if e.Kind == protocol.ErrTooLarge && r.FailedCmd == protocol.CmdSet && len(r.Key) > 0 {
-		h.cfg.Cache.Delete(r.Key)
+	if e.Kind == protocol.ErrTooLarge && isStorage(r.FailedCmd) && len(r.Key) > 0 {
+		h.cfg.Cache.RejectTooLarge(storeModes[r.FailedCmd], r.Key)
 	}
 	if r.FailedCmd == protocol.CmdFlushAll && h.cfg.DisableFlushAll {
 		// memcached checks -F before it parses the delay.
@@ -110,6 +106,10 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 		return out, e.Close
 	}
 	return protocol.AppendError(out, e), e.Close
+}
+
+func isStorage(c protocol.Command) bool {
+	return c >= protocol.CmdSet && c <= protocol.CmdCas
 }
 
 // storeReply maps a cache outcome to its full reply line.
