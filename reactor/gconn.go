@@ -3,6 +3,7 @@ package reactor
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -24,6 +25,7 @@ type gconn struct {
 
 	req protocol.Request // loop-owned scratch request (inline mode)
 	out []byte           // loop-owned reply buffer (inline mode)
+	lat latencySampler   // loop-owned
 
 	mu      sync.Mutex
 	pending *batch // guarded by mu: framed requests not yet taken by a worker
@@ -43,10 +45,12 @@ type gconn struct {
 type batch struct {
 	arena []byte
 	reqs  []protocol.Request
+	since time.Time // when its first request arrived, if sampled for latency
 }
 
 func (b *batch) reset() {
 	b.arena = b.arena[:0]
+	b.since = time.Time{}
 	for i := range b.reqs {
 		b.reqs[i].Err = nil
 	}
@@ -58,7 +62,7 @@ func (b *batch) reset() {
 const maxKeptBuffer = 1 << 20
 
 func newGconn(s *gnetServer, c gnet.Conn) *gconn {
-	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession()}
+	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd())}
 	gc.onWrite = gc.written
 	if s.pool {
 		gc.pending = &batch{}
@@ -99,6 +103,7 @@ func (gc *gconn) runInline() gnet.Action {
 		}
 		return gnet.None
 	}
+	t0 := gc.lat.start(gc.s.cfg.ObserveLatency)
 	buf, _ := gc.c.Peek(-1)
 	out := gc.out[:0]
 	off := 0
@@ -119,6 +124,7 @@ func (gc *gconn) runInline() gnet.Action {
 	}
 	if len(out) > 0 {
 		_, _ = gc.c.Write(out)
+		observeSince(gc.s.cfg.ObserveLatency, t0)
 	}
 	if cap(out) > maxKeptBuffer {
 		out = nil
@@ -151,6 +157,9 @@ func (gc *gconn) frame() gnet.Action {
 	buf, _ := gc.c.Peek(-1)
 	b := gc.pending
 	start := len(b.reqs)
+	if start == 0 {
+		b.since = gc.lat.start(gc.s.cfg.ObserveLatency)
+	}
 	off := 0
 	limit := gc.s.cfg.MaxPendingInput
 	for off < len(buf) {
@@ -186,6 +195,9 @@ func (gc *gconn) frame() gnet.Action {
 			b.reqs[i].Rebase(buf, to)
 		}
 		_, _ = gc.c.Discard(off)
+	}
+	if len(b.reqs) == 0 {
+		b.since = time.Time{}
 	}
 	submit := len(b.reqs) > 0 && !gc.running
 	if submit {
@@ -249,6 +261,7 @@ func (gc *gconn) drain() {
 				break
 			}
 		}
+		since := b.since
 		b.reset()
 		if cap(b.arena) > maxKeptBuffer {
 			b.arena = nil
@@ -258,6 +271,7 @@ func (gc *gconn) drain() {
 		gc.mu.Unlock()
 
 		gc.send(out)
+		observeSince(gc.s.cfg.ObserveLatency, since)
 		if closeConn {
 			_ = gc.c.Close()
 			gc.mu.Lock()

@@ -139,6 +139,7 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return tooManyConns, gnet.Close
 	}
 	gc := newGconn(s, c)
+	gc.lastActive.Store(s.cfg.activityNow())
 	c.SetContext(gc)
 	s.connMu.Lock()
 	s.conns[gc] = struct{}{}
@@ -170,9 +171,7 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok {
 		return gnet.Close
 	}
-	if s.cfg.IdleTimeout > 0 {
-		gc.lastActive.Store(time.Now().UnixNano())
-	}
+	gc.lastActive.Store(s.cfg.activityNow()) // idle timeout and stats conns
 	if s.pool {
 		return gc.frame()
 	}

@@ -33,12 +33,12 @@ type netServer struct {
 	panics     atomic.Uint64
 
 	mu    sync.Mutex
-	conns map[net.Conn]struct{} // guarded by mu
+	conns map[net.Conn]*netConnState // guarded by mu
 	wg    sync.WaitGroup
 }
 
 func newNetServer(cfg Config) *netServer {
-	return &netServer{cfg: cfg, log: cfg.Logger, ready: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+	return &netServer{cfg: cfg, log: cfg.Logger, ready: make(chan struct{}), conns: make(map[net.Conn]*netConnState)}
 }
 
 func (s *netServer) Ready() <-chan struct{} { return s.ready }
@@ -94,10 +94,11 @@ func (s *netServer) Serve() error {
 			_ = tc.SetNoDelay(true)
 		}
 		s.mu.Lock()
-		s.conns[c] = struct{}{}
+		st := newNetConnState(s.cfg.activityNow())
+		s.conns[c] = st
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go s.serveConn(c)
+		go s.serveConn(c, st)
 	}
 }
 
@@ -136,7 +137,7 @@ const netReadSize = 16 << 10
 // serveConn reads, executes every complete request, and flushes the replies
 // before blocking for more input. A peer that stops reading blocks only its
 // own goroutine in Write: memory stays bounded by the buffers.
-func (s *netServer) serveConn(c net.Conn) {
+func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	sess := s.cfg.NewSession()
 	defer func() {
 		if p := recover(); p != nil {
@@ -156,9 +157,12 @@ func (s *netServer) serveConn(c net.Conn) {
 	var req protocol.Request
 	var out []byte
 	start, end := 0, 0
+	lat := newLatencySampler(int(s.total.Load()))
+	var t0 time.Time // when the sampled input arrived
 	for {
 		// Execute every complete request in the buffer.
 		closeConn := false
+		ran := false
 		for start < end && !closeConn {
 			n := sess.Next(buf[start:end], &req)
 			if n == 0 {
@@ -169,6 +173,7 @@ func (s *netServer) serveConn(c net.Conn) {
 				continue
 			}
 			out, closeConn = executeSafely(sess, &req, out, s.log, &s.panics)
+			ran = true
 			if len(out) >= netReadSize {
 				if _, err := w.Write(out); err != nil {
 					return
@@ -187,6 +192,10 @@ func (s *netServer) serveConn(c net.Conn) {
 		}
 		if err := w.Flush(); err != nil || closeConn {
 			return
+		}
+		if ran && !t0.IsZero() {
+			observeSince(s.cfg.ObserveLatency, t0)
+			t0 = time.Time{}
 		}
 		if start == end {
 			start, end = 0, 0
@@ -221,6 +230,10 @@ func (s *netServer) serveConn(c net.Conn) {
 			return
 		}
 		end += n
+		st.lastActive.Store(s.cfg.activityNow())
+		if t0.IsZero() {
+			t0 = lat.start(s.cfg.ObserveLatency)
+		}
 		if start == 0 && end == n && cap(buf) > maxKeptBuffer && end < netReadSize {
 			// Shrink a buffer grown for one large value.
 			nb := make([]byte, netReadSize)

@@ -84,6 +84,17 @@ type Config struct {
 	// ReusePort sets SO_REUSEPORT (one listener per loop).
 	ReusePort bool
 	Logger    zerolog.Logger
+
+	// ObserveLatency, when set, receives the time from a batch of requests
+	// arriving to its replies being handed to the socket, for one batch in
+	// 64 per connection (see latency.go). It is called on loops, workers and
+	// connection goroutines concurrently and must be cheap and non-blocking.
+	ObserveLatency func(time.Duration)
+	// Clock, when set, returns the unix time in seconds cheaply (such as a
+	// clock refreshed once a second). It timestamps connection activity for
+	// "stats conns" unless IdleTimeout is set, which needs the exact clock.
+	// nil means time.Now, which costs ~100 ns per read on some machines.
+	Clock func() int64
 }
 
 // Defaults for the per-connection caps.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,6 +37,8 @@ type Config struct {
 	ReusePort        bool
 	PidFile          string
 	ShowVersion      bool
+	MetricsListen    string
+	Pprof            bool
 
 	// Accepted for memcached command-line compatibility only.
 	UDPPort  int
@@ -94,6 +97,8 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file")
 	fs.BoolVarP(&c.ShowVersion, "version", "V", false, "print the version and exit")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP on this host:port at /metrics, e.g. 127.0.0.1:9150 (default off)")
+	fs.BoolVar(&c.Pprof, "pprof", false, "also serve Go's net/http/pprof at /debug/pprof/ on the --metrics-listen address")
 	fs.IntVarP(&c.UDPPort, "udp-port", "U", 0, "UDP port: tandem does not serve UDP; only 0 is meaningful")
 	fs.StringVarP(&c.User, "user", "u", "", "accepted for memcached compatibility; tandem does not change user (use systemd DynamicUser)")
 	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached extended options key=value (idle_timeout maps to --idle-timeout; others are ignored with a warning)")
@@ -202,6 +207,14 @@ func (c *Config) Validate() error {
 	}
 	if c.IdleTimeout < 0 {
 		errs = append(errs, errors.New("--idle-timeout: must not be negative"))
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-listen: %q is not host:port", c.MetricsListen))
+		}
+	}
+	if c.Pprof && c.MetricsListen == "" {
+		errs = append(errs, errors.New("--pprof: needs --metrics-listen"))
 	}
 	return errors.Join(errs...)
 }

@@ -84,6 +84,7 @@ func serve(cfg *Config) int {
 			return si
 		},
 		Settings:    func() []handler.Setting { return settings(cfg) },
+		Conns:       func() []handler.ConnInfo { return connInfos(srv) },
 		OnShutdown:  func() { stop <- struct{}{} },
 		OnVerbosity: func(level int) { setVerbosity(level) },
 	})
@@ -92,6 +93,7 @@ func serve(cfg *Config) int {
 		return 2
 	}
 
+	met := newMetrics(cfg) // nil unless --metrics-listen
 	srv, err = reactor.New(reactor.Config{
 		Mode:        cfg.Mode,
 		Addr:        net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)),
@@ -102,11 +104,19 @@ func serve(cfg *Config) int {
 		IdleTimeout: cfg.IdleTimeout,
 		ReusePort:   cfg.ReusePort,
 		Logger:      base,
+
+		ObserveLatency: met.latencyObserver(),
+		Clock:          clock.Now,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the server")
 		return 2
 	}
+	if err := met.start(log, metricsSources{Handler: h, Cache: c, Server: srv.Stats}); err != nil {
+		log.Error().Err(err).Str("addr", cfg.MetricsListen).Msg("cannot start the metrics endpoint")
+		return 2
+	}
+	defer met.stop()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()

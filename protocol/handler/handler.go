@@ -52,6 +52,9 @@ type Config struct {
 	Server func() ServerInfo
 	// Settings lists "stats settings"; may be nil.
 	Settings func() []Setting
+	// Conns lists open connections and listeners for "stats conns"; may be
+	// nil (then "stats conns" lists nothing).
+	Conns func() []ConnInfo
 	// OnShutdown is called (on its own goroutine) by an allowed shutdown.
 	OnShutdown func()
 	// OnVerbosity is called with the level of a verbosity command.

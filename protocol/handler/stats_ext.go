@@ -1,9 +1,209 @@
 package handler
 
-import "github.com/tandemcache/tandem/protocol"
+import (
+	"bytes"
+	"net"
+	"slices"
+	"strconv"
+	"time"
 
-// statsExt answers stats subcommands beyond settings and reset (items,
-// slabs, conns, ...); unknown ones are an ERROR, as in memcached.
+	"github.com/tandemcache/tandem/cache"
+	"github.com/tandemcache/tandem/protocol"
+)
+
+// ConnInfo describes one socket for "stats conns".
+type ConnInfo struct {
+	// FD is the socket's file descriptor (memcached keys the lines by it).
+	FD int
+	// Addr is the peer's address, or the bound address of a listener.
+	Addr net.Addr
+	// ListenAddr is the address the connection was accepted on; nil for a
+	// listener.
+	ListenAddr net.Addr
+	// Listening marks a listening socket.
+	Listening bool
+	// Executing reports that the connection's requests are being executed
+	// right now (known exactly in pool mode only).
+	Executing bool
+	// LastActive is when the connection last received bytes; zero when
+	// unknown (a listener reports the server's uptime instead).
+	LastActive time.Time
+}
+
+// statsExt answers stats subcommands beyond settings and reset; unknown
+// ones are an ERROR, as in memcached.
+//
+// tandem has no slab classes: "stats items" and "stats slabs" report one
+// entry per cache shard instead (shard i is class i+1), with memcached's
+// field names where the meaning carries over and tandem_ names for the
+// rest; see docs/protocol.md.
 func (h *Handler) statsExt(r *protocol.Request, out []byte) []byte {
-	return append(out, protocol.RespError...)
+	switch string(r.Args[0]) {
+	case "items":
+		out = h.appendItemsStats(out)
+	case "slabs":
+		out = h.appendSlabsStats(out)
+	case "conns":
+		out = h.appendConnsStats(out)
+	case "sizes":
+		// memcached 1.6.18 tracks item sizes only with -o track_sizes, off by
+		// default; tandem has no such tracking.
+		out = appendStat(out, "sizes_status", "disabled")
+	default:
+		return append(out, protocol.RespError...)
+	}
+	return append(out, protocol.RespEnd...)
+}
+
+// shardID is the class number a shard is reported under (memcached's slab
+// classes start at 1).
+func shardID(s *cache.ShardStats) string { return strconv.Itoa(s.Shard + 1) }
+
+// appendItemsStats writes "stats items": one block per shard holding items,
+// like memcached's per-class item stats.
+func (h *Handler) appendItemsStats(out []byte) []byte {
+	for _, s := range h.cfg.Cache.ShardStats(nil) {
+		if s.Items == 0 {
+			continue
+		}
+		prefix := "items:" + shardID(&s) + ":"
+		c := &s.Counters
+		for _, f := range [...]struct {
+			name string
+			v    uint64
+		}{
+			{"number", s.Items},
+			{"age", uint64(s.Age)},
+			{"mem_requested", s.Bytes},
+			{"evicted", c.Evictions},
+			{"outofmemory", c.StoreNoMemory},
+			{"reclaimed", c.Reclaimed},
+			{"expired_unfetched", c.ExpiredUnfetched},
+			{"evicted_unfetched", c.EvictedUnfetched},
+			{"tandem_byte_evictions", c.ByteEvictions},
+		} {
+			out = appendStat(out, prefix+f.name, strconv.FormatUint(f.v, 10))
+		}
+	}
+	return out
+}
+
+// appendSlabsStats writes "stats slabs": one block per shard that holds or
+// has stored items, then the totals.
+func (h *Handler) appendSlabsStats(out []byte) []byte {
+	shards := h.cfg.Cache.ShardStats(nil)
+	active := 0
+	var bytesUsed uint64
+	for _, s := range shards {
+		bytesUsed += s.Bytes
+		if s.Items == 0 && s.Counters.CmdSet == 0 {
+			continue
+		}
+		active++
+		prefix := shardID(&s) + ":"
+		c := &s.Counters
+		for _, f := range [...]struct {
+			name string
+			v    uint64
+		}{
+			{"get_hits", c.GetHits},
+			{"cmd_set", c.CmdSet},
+			{"delete_hits", c.DeleteHits},
+			{"incr_hits", c.IncrHits},
+			{"decr_hits", c.DecrHits},
+			{"cas_hits", c.CasHits},
+			{"cas_badval", c.CasBadval},
+			{"touch_hits", c.TouchHits},
+			{"used_chunks", s.Items},
+			{"mem_requested", s.Bytes},
+			{"tandem_budget_bytes", s.Budget},
+			{"tandem_index_capacity", s.IndexCapacity},
+			{"tandem_index_entries", s.IndexEntries},
+			{"tandem_tombstones", s.Tombstones},
+		} {
+			out = appendStat(out, prefix+f.name, strconv.FormatUint(f.v, 10))
+		}
+	}
+	out = appendStat(out, "active_slabs", strconv.Itoa(active))
+	// memcached's total_malloced is the memory of its slab pages; tandem
+	// allocates per item, so it reports the bytes charged to live items.
+	out = appendStat(out, "total_malloced", strconv.FormatUint(bytesUsed, 10))
+	return appendStat(out, "tandem_shards", strconv.Itoa(len(shards)))
+}
+
+// appendConnsStats writes "stats conns" in memcached's format, sorted by fd.
+func (h *Handler) appendConnsStats(out []byte) []byte {
+	if h.cfg.Conns == nil {
+		return out
+	}
+	conns := h.cfg.Conns()
+	slices.SortFunc(conns, func(a, b ConnInfo) int { return a.FD - b.FD })
+	now := h.cfg.Now()
+	for _, c := range conns {
+		prefix := strconv.Itoa(c.FD) + ":"
+		out = appendStat(out, prefix+"addr", connAddr(c.Addr))
+		state := "conn_waiting"
+		idle := int64(0)
+		switch {
+		case c.Listening:
+			state = "conn_listening"
+			idle = int64(now.Sub(h.started) / time.Second)
+		case c.Executing:
+			state = "conn_parse_cmd"
+		}
+		if !c.Listening {
+			out = appendStat(out, prefix+"listen_addr", connAddr(c.ListenAddr))
+			if !c.LastActive.IsZero() {
+				idle = int64(now.Sub(c.LastActive) / time.Second)
+			}
+		}
+		out = appendStat(out, prefix+"state", state)
+		out = appendStat(out, prefix+"secs_since_last_cmd", strconv.FormatInt(max(idle, 0), 10))
+	}
+	return out
+}
+
+// connAddr formats an address as memcached does: tcp:1.2.3.4:5 or
+// tcp6:[::1]:5.
+func connAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || ta == nil {
+		if a == nil {
+			return "unknown"
+		}
+		return a.Network() + ":" + a.String()
+	}
+	port := strconv.Itoa(ta.Port)
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return "tcp:" + ip4.String() + ":" + port
+	}
+	return "tcp6:[" + ta.IP.String() + "]:" + port
+}
+
+// Stats returns what "stats" followed by args would print, as name/value
+// pairs in order: Stats() for the general stats, Stats("items"),
+// Stats("settings"), and so on. ok is false for an unknown group and for
+// "reset", which this read-only view refuses. It is meant for exporters
+// (a metrics endpoint), not for a hot path: it allocates.
+func (h *Handler) Stats(args ...string) (stats []Setting, ok bool) {
+	if len(args) > 0 && args[0] == "reset" {
+		return nil, false
+	}
+	r := protocol.Request{Cmd: protocol.CmdStats}
+	for _, a := range args {
+		r.Args = append(r.Args, []byte(a))
+	}
+	out := h.stats(&r, nil)
+	if !bytes.HasSuffix(out, []byte(protocol.RespEnd)) {
+		return nil, false
+	}
+	for line := range bytes.SplitSeq(out[:len(out)-len(protocol.RespEnd)], []byte("\r\n")) {
+		rest, found := bytes.CutPrefix(line, []byte("STAT "))
+		if !found {
+			continue
+		}
+		name, value, _ := bytes.Cut(rest, []byte(" "))
+		stats = append(stats, Setting{Name: string(name), Value: string(value)})
+	}
+	return stats, true
 }

@@ -1,0 +1,93 @@
+package cache
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestShardStatsSumToStats(t *testing.T) {
+	c, clk := newTestCache(t, Config{MaxBytes: 8 << 20, Shards: 8})
+	for i := range 200 {
+		k := []byte("key:" + strconv.Itoa(i))
+		if out, _ := c.Store(Set, k, []byte("value"), 0, 0, 0); out != Stored {
+			t.Fatalf("store %s: %v", k, out)
+		}
+	}
+	for i := range 50 {
+		get(c, "key:"+strconv.Itoa(i))
+		get(c, "missing:"+strconv.Itoa(i))
+	}
+	c.Delete([]byte("key:0"))
+	clk.Advance(7)
+
+	all := c.Stats()
+	shards := c.ShardStats(nil)
+	if len(shards) != c.Shards() || c.Shards() != 8 {
+		t.Fatalf("got %d shard snapshots, Shards() = %d, want 8", len(shards), c.Shards())
+	}
+	var sum ShardStats
+	for i, s := range shards {
+		if s.Shard != i {
+			t.Errorf("snapshot %d has Shard %d", i, s.Shard)
+		}
+		if s.Budget != 1<<20 {
+			t.Errorf("shard %d budget %d, want %d", i, s.Budget, 1<<20)
+		}
+		if s.Items > 0 && s.Age < 7 {
+			t.Errorf("shard %d age %d, want >= 7 (clock advanced 7s after every store)", i, s.Age)
+		}
+		sum.Items += s.Items
+		sum.Bytes += s.Bytes
+		sum.IndexCapacity += s.IndexCapacity
+		sum.Tombstones += s.Tombstones
+		sum.Counters.addCounters(&s.Counters)
+	}
+	checks := []struct {
+		name      string
+		got, want uint64
+	}{
+		{"items", sum.Items, all.CurrItems},
+		{"bytes", sum.Bytes, all.Bytes},
+		{"index capacity", sum.IndexCapacity, all.IndexCapacity},
+		{"tombstones", sum.Tombstones, all.Tombstones},
+		{"get_hits", sum.Counters.GetHits, all.GetHits},
+		{"get_misses", sum.Counters.GetMisses, all.GetMisses},
+		{"cmd_set", sum.Counters.CmdSet, all.CmdSet},
+		{"delete_hits", sum.Counters.DeleteHits, all.DeleteHits},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("%s: shards sum to %d, Stats says %d", ck.name, ck.got, ck.want)
+		}
+	}
+	if sum.Items != 199 || sum.Counters.GetHits != 50 {
+		t.Errorf("items %d hits %d, want 199 and 50", sum.Items, sum.Counters.GetHits)
+	}
+}
+
+func TestShardStatsEmptyAndNoAlloc(t *testing.T) {
+	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20, Shards: 4})
+	dst := make([]ShardStats, 0, c.Shards())
+	for _, s := range c.ShardStats(dst) {
+		if s.Items != 0 || s.Age != 0 || s.Bytes != 0 {
+			t.Errorf("empty shard %d: %+v", s.Shard, s)
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { dst = c.ShardStats(dst[:0]) }); n != 0 {
+		t.Errorf("ShardStats with room allocates %v times", n)
+	}
+}
+
+// BenchmarkShardStats is the cost of one "stats items"/"stats slabs" or
+// metrics scrape snapshot over the default 64 shards.
+func BenchmarkShardStats(b *testing.B) {
+	c, _ := newTestCache(b, Config{MaxBytes: 1 << 30})
+	for i := range 100_000 {
+		c.Store(Set, []byte("key:"+strconv.Itoa(i)), []byte("value"), 0, 0, 0)
+	}
+	dst := make([]ShardStats, 0, c.Shards())
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = c.ShardStats(dst[:0])
+	}
+}

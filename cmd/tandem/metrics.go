@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/tandemcache/tandem/cache"
+	"github.com/tandemcache/tandem/protocol/handler"
+	"github.com/tandemcache/tandem/reactor"
+)
+
+// The metrics endpoint (--metrics-listen) serves the metric names of the
+// Prometheus project's memcached_exporter, so dashboards and alerts written
+// for memcached keep working, plus tandem's own under tandem_. Values are
+// read at scrape time from the same counters "stats" reports: nothing is
+// counted twice and the request path pays nothing for it, except the
+// sampled latency histogram (see reactor/latency.go).
+
+// latencyBuckets spans a cache hit on loopback (~10 us) to a stalled server.
+var latencyBuckets = []float64{
+	5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6,
+	1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1,
+}
+
+// metrics is the Prometheus endpoint. A nil *metrics is valid and does
+// nothing, which is what serve uses when --metrics-listen is empty.
+type metrics struct {
+	cfg     *Config
+	reg     *prometheus.Registry
+	latency prometheus.Histogram
+	srv     *http.Server
+	ln      net.Listener
+}
+
+// metricsSources are what a scrape reads.
+type metricsSources struct {
+	Handler *handler.Handler
+	Cache   *cache.Cache
+	Server  func() reactor.Stats
+}
+
+// newMetrics builds the registry, or returns nil when metrics are off.
+func newMetrics(cfg *Config) *metrics {
+	if cfg.MetricsListen == "" {
+		return nil
+	}
+	m := &metrics{cfg: cfg, reg: prometheus.NewRegistry()}
+	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "tandem_request_latency_seconds",
+		Help: "Time from a batch of requests arriving to its replies being handed to the socket, " +
+			"sampled for one batch in 64 per connection.",
+		Buckets: latencyBuckets,
+	})
+	m.reg.MustRegister(m.latency,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// latencyObserver returns the reactor's latency hook, or nil without
+// metrics (the reactor then never reads the clock for it).
+func (m *metrics) latencyObserver() func(time.Duration) {
+	if m == nil {
+		return nil
+	}
+	return func(d time.Duration) { m.latency.Observe(d.Seconds()) }
+}
+
+// start registers the scrape-time collector and serves /metrics (and
+// /debug/pprof/ with --pprof) until stop. It fails when the address cannot
+// be bound.
+func (m *metrics) start(log zerolog.Logger, src metricsSources) error {
+	if m == nil {
+		return nil
+	}
+	m.reg.MustRegister(newStatsCollector(src))
+	ln, err := net.Listen("tcp", m.cfg.MetricsListen)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:            promLogger{log},
+		MaxRequestsInFlight: 4,
+		Timeout:             10 * time.Second,
+	}))
+	if m.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	m.ln = ln
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics endpoint stopped")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Bool("pprof", m.cfg.Pprof).Msg("metrics listening")
+	return nil
+}
+
+// stop closes the endpoint, letting a scrape in progress finish briefly.
+func (m *metrics) stop() {
+	if m == nil || m.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = m.srv.Shutdown(ctx)
+}
+
+// promLogger adapts zerolog to promhttp's error logger.
+type promLogger struct{ l zerolog.Logger }
+
+func (p promLogger) Println(v ...any) {
+	p.l.Error().Str("component", "metrics").Msg(fmt.Sprint(v...))
+}
+
+// statMetric maps one general stats field onto a metric.
+type statMetric struct {
+	stat string
+	desc *prometheus.Desc
+	vt   prometheus.ValueType
+}
+
+// shardMetric maps one per-shard value onto a metric labelled by slab
+// (memcached's slab class; tandem's shard number + 1, as in "stats items").
+type shardMetric struct {
+	desc  *prometheus.Desc
+	vt    prometheus.ValueType
+	value func(s *cache.ShardStats) uint64
+}
+
+// statsCollector turns tandem's stats into metrics at scrape time.
+type statsCollector struct {
+	src      metricsSources
+	up       *prometheus.Desc
+	version  *prometheus.Desc
+	info     *prometheus.Desc
+	commands *prometheus.Desc
+	closed   *prometheus.Desc
+	general  []statMetric
+	shards   []shardMetric
+	cacheIdx []struct {
+		desc  *prometheus.Desc
+		vt    prometheus.ValueType
+		value func(s *cache.Stats) uint64
+	}
+}
+
+func newStatsCollector(src metricsSources) *statsCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	c := &statsCollector{
+		src:      src,
+		up:       d("memcached_up", "Could the memcached server be reached."),
+		version:  d("memcached_version", "The version of this memcached server.", "version"),
+		info:     d("tandem_info", "tandem's release and scheduling mode.", "version", "mode"),
+		commands: d("memcached_commands_total", "Total number of all requests broken down by command (get, set, etc.) and status.", "command", "status"),
+		closed:   d("tandem_connections_closed_total", "Connections closed by the server, by reason.", "reason"),
+	}
+	g := func(stat, name, help string, vt prometheus.ValueType) statMetric {
+		return statMetric{stat: stat, desc: d(name, help), vt: vt}
+	}
+	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	c.general = []statMetric{
+		g("uptime", "memcached_uptime_seconds", "Number of seconds since the server started.", counter),
+		g("time", "memcached_time_seconds", "current UNIX time according to the server.", gauge),
+		g("rusage_user", "memcached_process_user_cpu_seconds_total", "Accumulated user time for this process.", counter),
+		g("rusage_system", "memcached_process_system_cpu_seconds_total", "Accumulated system time for this process.", counter),
+		g("bytes_read", "memcached_read_bytes_total", "Total number of bytes read by this server from network.", counter),
+		g("bytes_written", "memcached_written_bytes_total", "Total number of bytes sent by this server to network.", counter),
+		g("curr_connections", "memcached_current_connections", "Current number of open connections.", gauge),
+		g("max_connections", "memcached_max_connections", "Maximum number of clients allowed.", gauge),
+		g("total_connections", "memcached_connections_total", "Total number of connections opened since the server started running.", counter),
+		g("rejected_connections", "memcached_connections_rejected_total", "Total number of connections rejected due to hitting the -c limit.", counter),
+		g("bytes", "memcached_current_bytes", "Current number of bytes used to store items.", gauge),
+		g("limit_maxbytes", "memcached_limit_bytes", "Number of bytes this server is allowed to use for storage.", gauge),
+		g("curr_items", "memcached_current_items", "Current number of items stored by this instance.", gauge),
+		g("total_items", "memcached_items_total", "Total number of items stored during the life of this instance.", counter),
+		g("evictions", "memcached_items_evicted_total", "Total number of valid items removed from cache to free memory for new items.", counter),
+		g("reclaimed", "memcached_items_reclaimed_total", "Total number of times an entry was stored using memory from an expired entry.", counter),
+		g("store_too_large", "memcached_item_too_large_total", "The number of times an item exceeded the max-item-size when being stored.", counter),
+		g("store_no_memory", "memcached_item_no_memory_total", "The number of times an item could not be stored due to no more memory.", counter),
+		g("accepting_conns", "memcached_accepting_connections", "The Memcached server is currently accepting new connections.", gauge),
+		g("tandem_event_loops", "tandem_event_loops", "Event loops (-t).", gauge),
+		g("tandem_workers", "tandem_workers", "Worker pool size (--workers; 0 outside pool mode).", gauge),
+		g("tandem_pool_running", "tandem_pool_running", "Workers running a connection's batch right now.", gauge),
+		g("tandem_pool_parked", "tandem_pool_parked", "Connections with work waiting for a free worker.", gauge),
+		g("tandem_pool_overloads", "tandem_pool_overloads_total", "Submissions refused because every worker was busy (the connection was parked).", counter),
+		g("tandem_panics", "tandem_panics_total", "Requests whose execution panicked (their connection was closed).", counter),
+	}
+	sh := func(name, help string, vt prometheus.ValueType, v func(s *cache.ShardStats) uint64) shardMetric {
+		return shardMetric{desc: d(name, help, "slab"), vt: vt, value: v}
+	}
+	c.shards = []shardMetric{
+		sh("memcached_slab_current_items", "Number of items currently stored in this slab class (tandem: cache shard).", gauge,
+			func(s *cache.ShardStats) uint64 { return s.Items }),
+		sh("memcached_slab_items_age_seconds", "Number of seconds the oldest item has been in the slab class (tandem: since its last access).", gauge,
+			func(s *cache.ShardStats) uint64 { return uint64(s.Age) }),
+		sh("memcached_slab_mem_requested_bytes", "Number of bytes of memory actual items take up within a slab.", gauge,
+			func(s *cache.ShardStats) uint64 { return s.Bytes }),
+		sh("memcached_slab_items_evicted_total", "Total number of times an item had to be evicted from the LRU before it expired.", counter,
+			func(s *cache.ShardStats) uint64 { return s.Counters.Evictions }),
+		sh("memcached_slab_items_evicted_unfetched_total", "Total number of items evicted and never fetched.", counter,
+			func(s *cache.ShardStats) uint64 { return s.Counters.EvictedUnfetched }),
+		sh("memcached_slab_items_expired_unfetched_total", "Total number of valid items evicted from the LRU which were never touched after being set.", counter,
+			func(s *cache.ShardStats) uint64 { return s.Counters.ExpiredUnfetched }),
+		sh("memcached_slab_items_outofmemory_total", "Total number of items for this slab class that have triggered an out of memory error.", counter,
+			func(s *cache.ShardStats) uint64 { return s.Counters.StoreNoMemory }),
+		sh("memcached_slab_items_reclaimed_total", "Total number of items reclaimed.", counter,
+			func(s *cache.ShardStats) uint64 { return s.Counters.Reclaimed }),
+	}
+	type cm = struct {
+		desc  *prometheus.Desc
+		vt    prometheus.ValueType
+		value func(s *cache.Stats) uint64
+	}
+	c.cacheIdx = []cm{
+		{d("tandem_cache_shards", "Cache shards (each with its own lock, TinyLFU index and byte budget)."), gauge,
+			func(s *cache.Stats) uint64 { return s.Shards }},
+		{d("tandem_cache_index_capacity", "Sum of the shards' TinyLFU capacities, in items."), gauge,
+			func(s *cache.Stats) uint64 { return s.IndexCapacity }},
+		{d("tandem_cache_index_entries", "TinyLFU entries: live items plus tombstones."), gauge,
+			func(s *cache.Stats) uint64 { return s.IndexEntries }},
+		{d("tandem_cache_tombstones", "Deleted, expired or evicted entries still remembered by TinyLFU."), gauge,
+			func(s *cache.Stats) uint64 { return s.Tombstones }},
+		{d("tandem_cache_rebuilds_total", "TinyLFU index rebuilds (grow, shrink, tombstone purge)."), counter,
+			func(s *cache.Stats) uint64 { return s.Rebuilds }},
+		{d("tandem_cache_byte_evictions_total", "Evictions made by byte pressure from the cold end of a shard's list, not by TinyLFU."), counter,
+			func(s *cache.Stats) uint64 { return s.ByteEvictions }},
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.version, c.info, c.commands, c.closed} {
+		ch <- d
+	}
+	for _, m := range c.general {
+		ch <- m.desc
+	}
+	for _, m := range c.shards {
+		ch <- m.desc
+	}
+	for _, m := range c.cacheIdx {
+		ch <- m.desc
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	list, ok := c.src.Handler.Stats()
+	if !ok {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	st := make(map[string]string, len(list))
+	for _, s := range list {
+		st[s.Name] = s.Value
+	}
+	num := func(name string) (float64, bool) {
+		v, err := strconv.ParseFloat(st[name], 64)
+		return v, err == nil
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st["version"])
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, st["tandem_version"], st["tandem_mode"])
+	for _, m := range c.general {
+		if v, ok := num(m.stat); ok {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.vt, v)
+		}
+	}
+	c.collectCommands(ch, num)
+
+	if c.src.Server != nil {
+		rs := c.src.Server()
+		ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(rs.ClosedOverflow), "overflow")
+		ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(rs.ClosedIdle), "idle")
+	}
+	for _, s := range c.src.Cache.ShardStats(nil) {
+		if s.Items == 0 && s.Counters.CmdSet == 0 {
+			continue // like "stats items": only shards in use
+		}
+		slab := strconv.Itoa(s.Shard + 1)
+		for _, m := range c.shards {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.vt, float64(m.value(&s)), slab)
+		}
+	}
+	cs := c.src.Cache.Stats()
+	for _, m := range c.cacheIdx {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.vt, float64(m.value(&cs)))
+	}
+}
+
+// collectCommands emits memcached_commands_total as memcached_exporter
+// derives it from the stats fields.
+func (c *statsCollector) collectCommands(ch chan<- prometheus.Metric, num func(string) (float64, bool)) {
+	emit := func(stat, command, status string) {
+		if v, ok := num(stat); ok {
+			ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, v, command, status)
+		}
+	}
+	for _, op := range []string{"get", "delete", "incr", "decr", "cas", "touch"} {
+		emit(op+"_hits", op, "hit")
+		emit(op+"_misses", op, "miss")
+	}
+	emit("cas_badval", "cas", "badval")
+	emit("cmd_flush", "flush", "hit")
+	// cmd_set counts cas commands too; the exporter subtracts them.
+	set, ok1 := num("cmd_set")
+	casMisses, ok2 := num("cas_misses")
+	casHits, ok3 := num("cas_hits")
+	casBadval, ok4 := num("cas_badval")
+	if ok1 && ok2 && ok3 && ok4 {
+		ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue,
+			max(set-casMisses-casHits-casBadval, 0), "set", "hit")
+	}
+}

@@ -1,0 +1,221 @@
+package handler
+
+import (
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// statLine is what every line of a stats reply must look like; it is the
+// shape the memcached exporter's client and libmemcached split on.
+var statLine = regexp.MustCompile(`^STAT [^ \r\n]+ [^ \r\n]+$`)
+
+// checkStatsShape fails unless got is STAT lines followed by END.
+func checkStatsShape(t *testing.T, got string) []string {
+	t.Helper()
+	if !strings.HasSuffix(got, "END\r\n") {
+		t.Fatalf("reply does not end with END: %q", got)
+	}
+	body := strings.TrimSuffix(got, "END\r\n")
+	if body == "" {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSuffix(body, "\r\n"), "\r\n")
+	for _, l := range lines {
+		if !statLine.MatchString(l) {
+			t.Errorf("malformed stats line %q", l)
+		}
+	}
+	return lines
+}
+
+func TestStatsSubcommands(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	now := start.Add(100 * time.Second)
+	conns := []ConnInfo{
+		{FD: 9, Addr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 40000},
+			ListenAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 11211},
+			LastActive: now.Add(-3 * time.Second)},
+		{FD: 7, Addr: &net.TCPAddr{IP: net.ParseIP("::1"), Port: 40001},
+			ListenAddr: &net.TCPAddr{IP: net.ParseIP("::1"), Port: 11211},
+			Executing:  true, LastActive: now},
+		{FD: 3, Addr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 11211}, Listening: true},
+	}
+	setup := "set a 0 0 5\r\nhello\r\nset b 0 0 3\r\nabc\r\nget a\r\nget zz\r\ndelete b\r\n"
+	tests := []struct {
+		name  string
+		input string
+		// want lists lines that must be present; exact, when set, is the
+		// whole reply.
+		want  []string
+		exact string
+		// count is the number of STAT lines, or -1 for any.
+		count int
+	}{
+		{name: "sizes", input: "stats sizes\r\n", exact: "STAT sizes_status disabled\r\nEND\r\n"},
+		{name: "conns", input: "stats conns\r\n", exact: "" +
+			"STAT 3:addr tcp:127.0.0.1:11211\r\n" +
+			"STAT 3:state conn_listening\r\n" +
+			"STAT 3:secs_since_last_cmd 100\r\n" +
+			"STAT 7:addr tcp6:[::1]:40001\r\n" +
+			"STAT 7:listen_addr tcp6:[::1]:11211\r\n" +
+			"STAT 7:state conn_parse_cmd\r\n" +
+			"STAT 7:secs_since_last_cmd 0\r\n" +
+			"STAT 9:addr tcp:127.0.0.1:40000\r\n" +
+			"STAT 9:listen_addr tcp:127.0.0.1:11211\r\n" +
+			"STAT 9:state conn_waiting\r\n" +
+			"STAT 9:secs_since_last_cmd 3\r\n" +
+			"END\r\n"},
+		{name: "items", input: "stats items\r\n", count: 9, want: []string{
+			":number 1", ":age 4", ":mem_requested 54", ":evicted 0", ":outofmemory 0",
+			":reclaimed 0", ":expired_unfetched 0", ":evicted_unfetched 0", ":tandem_byte_evictions 0"}},
+		{name: "slabs", input: "stats slabs\r\n", count: -1, want: []string{
+			":get_hits 1", ":cmd_set 1", ":delete_hits 1", ":used_chunks 1", ":mem_requested 54",
+			":tandem_budget_bytes ", ":tandem_index_capacity ", ":tandem_tombstones 1",
+			"STAT active_slabs 2", "STAT total_malloced 54", "STAT tandem_shards 32"}},
+		{name: "unknown", input: "stats bogus\r\n", exact: "ERROR\r\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, clk := newTestHandler(t, func(c *Config) {
+				c.Now = func() time.Time { return now }
+				c.Conns = func() []ConnInfo { return append([]ConnInfo(nil), conns...) }
+			})
+			h.started = start
+			s := h.NewSession()
+			run(s, setup)
+			clk.Advance(4)
+			got, _ := run(s, tc.input)
+			if tc.exact != "" {
+				if got != tc.exact {
+					t.Fatalf("%q:\n got %q\nwant %q", tc.input, got, tc.exact)
+				}
+				return
+			}
+			lines := checkStatsShape(t, got)
+			if tc.count >= 0 && len(lines) != tc.count {
+				t.Errorf("%q: %d lines, want %d:\n%s", tc.input, len(lines), tc.count, got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q: reply lacks %q:\n%s", tc.input, w, got)
+				}
+			}
+		})
+	}
+}
+
+// TestStatsItemsPerShard checks that the per-shard blocks add up to the
+// general stats and use memcached's key layout (items:<class>:<field>).
+func TestStatsItemsPerShard(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	s := h.NewSession()
+	var in strings.Builder
+	for i := range 300 {
+		in.WriteString("set key" + strconv.Itoa(i) + " 0 0 2\r\nxy\r\n")
+	}
+	run(s, in.String())
+	got, _ := run(s, "stats items\r\n")
+	lines := checkStatsShape(t, got)
+	var items, classes int
+	key := regexp.MustCompile(`^STAT items:([0-9]+):([a-z_]+) ([0-9]+)$`)
+	for _, l := range lines {
+		m := key.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("line %q is not items:<class>:<field> <number>", l)
+		}
+		if id, _ := strconv.Atoi(m[1]); id < 1 || id > 32 {
+			t.Errorf("class %d out of 1..32", id)
+		}
+		if m[2] == "number" {
+			n, _ := strconv.Atoi(m[3])
+			items += n
+			classes++
+		}
+	}
+	if items != 300 {
+		t.Errorf("items:*:number sum to %d, want 300", items)
+	}
+	if classes < 24 {
+		t.Errorf("300 keys landed in only %d of 32 shards", classes)
+	}
+}
+
+func TestStatsConnsWithoutSource(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	if got, _ := run(h.NewSession(), "stats conns\r\n"); got != "END\r\n" {
+		t.Fatalf("stats conns without Conns = %q, want END", got)
+	}
+}
+
+func TestHandlerStats(t *testing.T) {
+	h, _ := newTestHandler(t, func(c *Config) {
+		c.Settings = func() []Setting { return []Setting{{Name: "maxconns", Value: "10"}} }
+	})
+	run(h.NewSession(), "set a 0 0 1\r\n1\r\nget a\r\n")
+	tests := []struct {
+		name   string
+		args   []string
+		ok     bool
+		lookup string
+		want   string
+	}{
+		{"general", nil, true, "get_hits", "1"},
+		{"general version", nil, true, "version", Version},
+		{"settings", []string{"settings"}, true, "maxconns", "10"},
+		{"items", []string{"items"}, true, "", ""},
+		{"sizes", []string{"sizes"}, true, "sizes_status", "disabled"},
+		{"unknown", []string{"bogus"}, false, "", ""},
+		{"reset refused", []string{"reset"}, false, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, ok := h.Stats(tc.args...)
+			if ok != tc.ok {
+				t.Fatalf("Stats(%q) ok = %v, want %v", tc.args, ok, tc.ok)
+			}
+			if tc.lookup == "" {
+				return
+			}
+			for _, s := range st {
+				if s.Name == tc.lookup {
+					if s.Value != tc.want {
+						t.Fatalf("Stats(%q)[%s] = %q, want %q", tc.args, tc.lookup, s.Value, tc.want)
+					}
+					return
+				}
+			}
+			t.Fatalf("Stats(%q) has no %s: %v", tc.args, tc.lookup, st)
+		})
+	}
+	if st, _ := h.Stats(); st[0].Name != "pid" {
+		t.Errorf("general stats do not start with pid: %v", st[:1])
+	}
+	// The refused reset must not have reset anything.
+	if got := h.cfg.Cache.Stats().GetHits; got != 1 {
+		t.Errorf("get_hits = %d after Stats(\"reset\"), want 1", got)
+	}
+}
+
+func TestConnAddr(t *testing.T) {
+	tests := []struct {
+		name string
+		addr net.Addr
+		want string
+	}{
+		{"ipv4", &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 5}, "tcp:10.1.2.3:5"},
+		{"ipv6", &net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 11211}, "tcp6:[fe80::1]:11211"},
+		{"nil", nil, "unknown"},
+		{"unix", &net.UnixAddr{Name: "/tmp/s", Net: "unix"}, "unix:/tmp/s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := connAddr(tc.addr); got != tc.want {
+				t.Fatalf("connAddr(%v) = %q, want %q", tc.addr, got, tc.want)
+			}
+		})
+	}
+}
