@@ -18,6 +18,10 @@ type item struct {
 const (
 	stLive    uint8 = 1 << iota // linked and counted in bytes; else a tombstone or dropped
 	stFetched                   // read (or touched) since it was stored
+	// Meta-protocol state (see meta.go); a store resets it with the rest of state.
+	stStale     // invalidated by md/ms with I: served, but marked X
+	stTokenSent // a win token (W) was handed out for this item
+	stKeyBinary // stored with a base64 key (ms b): k flags return it encoded
 )
 
 func (it *item) key() []byte   { return it.buf[:it.klen] }
@@ -43,8 +47,13 @@ type Item struct {
 	LastAccess int64  // unix seconds of the previous access
 	Fetched    bool   // fetched before this access
 
-	// Meta-protocol stale/win state; reserved, currently always false.
+	// Meta-protocol state, set by MetaGet only (see meta.go): Stale is the item invalidated (X),
+	// Win that this access won the recache token (W), WinSentBefore that a token had already been
+	// handed out (Z), Created that the access vivified the item, KeyBinary that it was stored
+	// with a base64 key. Now is the cache time of the access, for relative TTLs.
 	Stale, Win, WinSentBefore bool
+	Created, KeyBinary        bool
+	Now                       int64
 }
 
 // Appender serializes a hit. AppendItem appends whatever the caller needs from it to dst and

@@ -47,6 +47,8 @@ type Parser struct {
 	scanned int // leading bytes of the input known to hold no '\n'
 
 	toks [maxTokens - 1][]byte // tokens of the current line
+
+	ext parserExt // authentication state and forced dialect (see auth.go)
 }
 
 // NewParser returns a parser for one connection. maxValue is the item size
@@ -112,6 +114,9 @@ func (p *Parser) Next(buf []byte, r *Request) int {
 	}
 	if len(buf) < p.need {
 		return 0
+	}
+	if p.ext.check != nil && !p.ext.authed {
+		return p.parseTextAuth(buf, r) // memcached -Y (see auth.go)
 	}
 	return p.parseText(buf, r)
 }

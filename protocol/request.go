@@ -43,6 +43,12 @@ const (
 
 	// CmdBinary is a binary-protocol request; Request.Bin holds its header (see binary.go).
 	CmdBinary
+
+	// CmdTextAuth is an authentication attempt of the text protocol on a
+	// server that requires it (memcached -Y: "set <any> <flags> <exptime>
+	// <n>" with "user password" as data); Request.Auth holds the outcome
+	// (see auth.go).
+	CmdTextAuth
 )
 
 // Dialect is the wire protocol of a connection.
@@ -89,6 +95,16 @@ type Request struct {
 	// Err is set when Cmd == CmdError. It points to a shared, read-only
 	// value: never modify it.
 	Err *Error
+
+	// Meta holds the flags of a meta command (CmdMeta*; see meta.go). Its
+	// Opaque slice aliases the input like Key.
+	Meta MetaArgs
+	// Bin holds the header of a binary request (CmdBinary; see binary.go).
+	Bin BinHeader
+	// Auth is the outcome of an authentication step decided while framing
+	// (CmdTextAuth, binary SASL requests, and binary requests refused for
+	// want of authentication); AuthNone otherwise.
+	Auth AuthResult
 
 	// FailedCmd is, when Cmd == CmdError, the command whose arguments memcached
 	// rejected after recognising it (it entered its process_*_command), e.g.

@@ -39,6 +39,7 @@ type Config struct {
 	ShowVersion      bool
 	MetricsListen    string
 	Pprof            bool
+	AuthFile         string
 
 	// Accepted for memcached command-line compatibility only.
 	UDPPort  int
@@ -97,6 +98,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file")
 	fs.BoolVarP(&c.ShowVersion, "version", "V", false, "print the version and exit")
+	fs.StringVarP(&c.AuthFile, "auth-file", "Y", "", "require authentication with the user:password lines of this file: SASL PLAIN on binary connections, memcached's -Y token (a set whose data is \"user password\") on text ones")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP on this host:port at /metrics, e.g. 127.0.0.1:9150 (default off)")
 	fs.BoolVar(&c.Pprof, "pprof", false, "also serve Go's net/http/pprof at /debug/pprof/ on the --metrics-listen address")
 	fs.IntVarP(&c.UDPPort, "udp-port", "U", 0, "UDP port: tandem does not serve UDP; only 0 is meaningful")

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tandemcache/tandem/cache"
+	"github.com/tandemcache/tandem/protocol"
 	"github.com/tandemcache/tandem/protocol/handler"
 	"github.com/tandemcache/tandem/reactor"
 	"github.com/tandemcache/tandem/workerpool"
@@ -62,6 +63,14 @@ func serve(cfg *Config) int {
 		exec = poolExecutor{pool}
 	}
 
+	var creds *handler.Credentials
+	if cfg.AuthFile != "" {
+		if creds, err = handler.LoadCredentials(cfg.AuthFile); err != nil {
+			log.Error().Err(err).Str("auth_file", cfg.AuthFile).Msg("cannot read the auth file")
+			return 2
+		}
+	}
+
 	var srv reactor.Server
 	stop := make(chan struct{}, 1)
 	h, err := handler.New(handler.Config{
@@ -70,6 +79,8 @@ func serve(cfg *Config) int {
 		EnableShutdown:  cfg.EnableShutdown,
 		DisableFlushAll: cfg.DisableFlushAll,
 		DisableCAS:      cfg.DisableCAS,
+		Auth:            creds,
+		Dialect:         protocolDialect(cfg.Protocol),
 		TandemVersion:   version,
 		Server: func() handler.ServerInfo {
 			st := srv.Stats()
@@ -248,7 +259,8 @@ func settings(cfg *Config) []handler.Setting {
 		{Name: "reqs_per_event", Value: strconv.Itoa(cfg.ReqsPerEvent)},
 		{Name: "cas_enabled", Value: b(!cfg.DisableCAS)},
 		{Name: "binding_protocol", Value: proto},
-		{Name: "auth_enabled_sasl", Value: "no"},
+		{Name: "auth_enabled_sasl", Value: b(cfg.AuthFile != "")},
+		{Name: "auth_enabled_ascii", Value: b(cfg.AuthFile != "")},
 		{Name: "item_size_max", Value: strconv.Itoa(cfg.MaxItemSize)},
 		{Name: "flush_enabled", Value: b(!cfg.DisableFlushAll)},
 		{Name: "idle_timeout", Value: strconv.Itoa(int(cfg.IdleTimeout / time.Second))},
@@ -256,4 +268,15 @@ func settings(cfg *Config) []handler.Setting {
 		{Name: "tandem_workers", Value: strconv.Itoa(workersOf(cfg))},
 		{Name: "tandem_reuseport", Value: b(cfg.ReusePort)},
 	}
+}
+
+// protocolDialect maps -B to the dialect every connection is fixed to.
+func protocolDialect(b string) protocol.Dialect {
+	switch b {
+	case "ascii":
+		return protocol.DialectText
+	case "binary":
+		return protocol.DialectBinary
+	}
+	return protocol.DialectUnknown
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tandemcache/tandem/cache"
+	"github.com/tandemcache/tandem/protocol"
 )
 
 // Version is the memcached protocol version tandem reports in VERSION and
@@ -55,6 +56,12 @@ type Config struct {
 	// Conns lists open connections and listeners for "stats conns"; may be
 	// nil (then "stats conns" lists nothing).
 	Conns func() []ConnInfo
+	// Auth, when set, makes every connection authenticate first: binary
+	// ones with SASL PLAIN, text ones as memcached's -Y does (see auth.go).
+	Auth *Credentials
+	// Dialect fixes the protocol of every connection (memcached -B ascii or
+	// binary); DialectUnknown detects it from the first byte (-B auto).
+	Dialect protocol.Dialect
 	// OnShutdown is called (on its own goroutine) by an allowed shutdown.
 	OnShutdown func()
 	// OnVerbosity is called with the level of a verbosity command.
@@ -73,6 +80,8 @@ type Handler struct {
 	bytesRead    atomic.Uint64
 	bytesWritten atomic.Uint64
 	shutdownOnce atomic.Bool
+
+	ext extCounters // meta and authentication counters (see ext.go)
 }
 
 // New creates a Handler.

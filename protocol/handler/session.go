@@ -30,6 +30,7 @@ func (h *Handler) NewSession() *Session {
 	// memcached's exact too-large rule: the item header and key count
 	// against -I, so the value limit is a little below it.
 	p.SetItemSizeMax(h.cfg.MaxItemSize, !h.cfg.DisableCAS)
+	h.configureParser(p)
 	return &Session{h: h, parser: p}
 }
 

@@ -1,0 +1,333 @@
+package cache
+
+// Operations of memcached's meta protocol (mg, ms, md, ma, me) and the binary protocol's
+// CAS-checked variants, with memcached 1.6.18's semantics: stale items and win tokens
+// (invalidation with I, recache with R, vivify on miss with N), explicit CAS ids (E),
+// CAS-checked delete and arithmetic, and a side-effect free peek for me. Each runs under one
+// shard lock, so what it reports and what it changes are one atomic step.
+
+// MetaGetOptions modifies a MetaGet (the flags of mg). Exptimes are in client form (see
+// AbsExptime).
+type MetaGetOptions struct {
+	Touch        bool  // T: set a new exptime; counts as a touch instead of a get
+	TouchExptime int64 //
+	Vivify       bool  // N: on a miss, create an empty item and win its token
+	VivifyExpt   int64 // the created item's exptime
+	Recache      bool  // R: win the token if the item's TTL is below RecacheExpt
+	RecacheExpt  int64 //
+	// TouchThenRecache: T came before R in the request, so R compares the touched exptime.
+	TouchThenRecache bool
+	// VivifyLast: N came after T, so a created item gets N's exptime rather than T's.
+	VivifyLast bool
+	NoBump     bool   // u: do not mark the item fetched, accessed or recently used
+	KeyBinary  bool   // b: a created item remembers its key came base64-encoded
+	NewCAS     uint64 // E: the CAS id of a created item (0: a fresh one)
+}
+
+// MetaGet looks key up like mg. On a hit (or a vivified miss) it applies the options, calls
+// a.AppendItem with the item as it was before them (Exptime, LastAccess and Fetched are the old
+// values; Stale, WinSentBefore, Win, Created, KeyBinary and Now are set) under the shard lock,
+// and returns its result and true. On a miss it returns dst and false. Win hands the item's
+// token to this caller: a vivified item, an R match, or a stale item whose token was not handed
+// out yet. Counts like Get (a vivified item counts as a hit, as in memcached).
+func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte, bool) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	if opt.Touch {
+		s.st.CmdTouch++
+	} else {
+		s.st.CmdGet++
+	}
+	created := false
+	if it == nil && opt.Vivify {
+		it, _ = s.vivifyLocked(c, h, key, nil, opt.NewCAS)
+		created = it != nil
+		if created && opt.KeyBinary {
+			it.state |= stKeyBinary
+		}
+	}
+	if it == nil {
+		if opt.Touch {
+			s.st.TouchMisses++
+		} else {
+			s.st.GetMisses++
+		}
+		return dst, false
+	}
+	if opt.Touch {
+		s.st.TouchHits++
+	} else {
+		s.st.GetHits++
+	}
+	view := s.viewLocked(c, it)
+	view.Created = created
+	if created {
+		view.Exptime = 0 // the new item exists, with no exptime, until N or T sets one
+	}
+	touched := time32(AbsExptime(opt.TouchExptime, s.now))
+	won := created
+	switch {
+	case created && opt.Touch && !opt.VivifyLast:
+		it.exptime = touched
+	case created:
+		it.exptime = time32(AbsExptime(opt.VivifyExpt, s.now))
+	default:
+		exp := it.exptime
+		if opt.Touch && opt.TouchThenRecache {
+			exp = touched
+		}
+		if opt.Recache && it.state&stTokenSent == 0 && exp != 0 && exp < time32(AbsExptime(opt.RecacheExpt, s.now)) {
+			won = true
+		}
+		if opt.Touch {
+			it.exptime = touched
+		}
+	}
+	if view.Stale && !view.WinSentBefore {
+		won = true
+	}
+	if won {
+		it.state |= stTokenSent
+	}
+	view.Win = won
+	if !opt.NoBump {
+		s.touchLocked(it)
+	}
+	return a.AppendItem(dst, view), true
+}
+
+// viewLocked returns the Appender view of a live item.
+func (s *shard) viewLocked(c *Cache, it *item) Item {
+	return Item{
+		Key:           it.key(),
+		Value:         it.value(),
+		Flags:         it.flags,
+		CAS:           c.visibleCAS(it.cas),
+		Exptime:       int64(it.exptime),
+		LastAccess:    int64(it.atime),
+		Fetched:       it.state&stFetched != 0,
+		Stale:         it.state&stStale != 0,
+		WinSentBefore: it.state&stTokenSent != 0,
+		KeyBinary:     it.state&stKeyBinary != 0,
+		Now:           s.now,
+	}
+}
+
+// vivifyLocked creates the missing key with value, no flags and no exptime, as mg N and ma N
+// do, and returns it; nil with the reason (NoMemory, TooLarge, or Stored when tinylfu did not
+// admit it) when there is no item. memcached links such items directly: they count in
+// total_items, not in cmd_set.
+func (s *shard) vivifyLocked(c *Cache, h uint64, key, value []byte, newCAS uint64) (*item, Outcome) {
+	out, _ := s.storeLocked(c, h, Add, key, value, 0, 0, 0)
+	if out != Stored {
+		return nil, out
+	}
+	s.st.CmdSet--
+	s.maintainLocked()
+	_, it := s.findLocked(h, key)
+	if it != nil && newCAS != 0 {
+		it.cas = newCAS
+	}
+	return it, out
+}
+
+// MetaStoreOptions modifies a MetaStore (the flags of ms and binary stores).
+type MetaStoreOptions struct {
+	// Invalidate (I): in CAS mode, a CAS id below the item's stores the value anyway, marked
+	// stale, keeping the item's exptime and token state (memcached's CAS_STALE).
+	Invalidate bool
+	KeyBinary  bool   // b: the key came base64-encoded
+	NewCAS     uint64 // E: the stored item's CAS id (0: a fresh one)
+}
+
+// MetaStore performs a storage command like Store, with memcached's meta and binary semantics
+// for cas: mode CAS (ms with C in set or replace mode, binary set/add/replace with a CAS) may
+// store a stale value with opt.Invalidate; Append and Prepend with cas != 0 require the item's
+// CAS id to match (else Exists); Add ignores cas. It returns the outcome and the stored item's
+// visible CAS id.
+func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64, opt MetaStoreOptions) (Outcome, uint64) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	var stale uint8
+	switch {
+	case mode == CAS && it != nil && opt.Invalidate && !c.disableCAS && cas != 0 && cas < it.cas:
+		// Replace the value but keep the exptime and the token, and mark it stale.
+		stale = stStale | it.state&stTokenSent
+		mode, exptime = Set, int64(it.exptime)
+		s.st.CasHits++
+	case (mode == Append || mode == Prepend) && it != nil && cas != 0 && c.visibleCAS(it.cas) != cas:
+		s.st.CmdSet++
+		return Exists, 0
+	case mode == Add || mode == Append || mode == Prepend:
+		cas = 0
+	}
+	out, id := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
+	s.maintainLocked()
+	if out != Stored {
+		return out, id
+	}
+	if _, it = s.findLocked(h, key); it == nil {
+		return out, id // stored already expired, or not admitted
+	}
+	it.state |= stale
+	if opt.KeyBinary {
+		it.state |= stKeyBinary
+	}
+	if opt.NewCAS != 0 {
+		it.cas = opt.NewCAS
+		id = c.visibleCAS(it.cas)
+	}
+	return out, id
+}
+
+// MetaDeleteOptions modifies a MetaDelete (the flags of md, binary delete's CAS).
+type MetaDeleteOptions struct {
+	CompareCAS bool   // C: delete only if the item's CAS id is CAS (else Exists)
+	CAS        uint64 //
+	// Invalidate (I): mark the item stale with a new CAS id (and T's exptime when Touch)
+	// instead of removing it; its token can be won again.
+	Invalidate bool
+	Touch      bool  // T, with Invalidate
+	Exptime    int64 //
+	NewCAS     uint64
+}
+
+// MetaDelete removes or invalidates key: Deleted, NotFound, or Exists on a CAS mismatch (which
+// memcached counts as a delete miss).
+func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	if it == nil || (opt.CompareCAS && c.visibleCAS(it.cas) != opt.CAS) {
+		s.st.DeleteMisses++
+		if it == nil {
+			return NotFound
+		}
+		return Exists
+	}
+	if !opt.Invalidate {
+		s.st.DeleteHits++
+		s.killLocked(it)
+		return Deleted
+	}
+	if opt.Touch {
+		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+	}
+	it.state = it.state&^stTokenSent | stStale
+	it.cas = opt.NewCAS
+	if it.cas == 0 {
+		it.cas = c.nextCAS()
+	}
+	return Deleted
+}
+
+// MetaArithOptions modifies a MetaArith (the flags of ma, binary incr/decr).
+type MetaArithOptions struct {
+	CAS        uint64 // C: the item's CAS id must equal it (0: no check)
+	Vivify     bool   // N (binary: expiration != 0xffffffff): create a missing key as Initial
+	Initial    uint64 // J
+	VivifyExpt int64  // the created item's exptime
+	Touch      bool   // T: set a new exptime on success
+	Exptime    int64  //
+	VivifyLast bool   // N came after T: a created item gets N's exptime rather than T's
+	NewCAS     uint64 // E: the CAS id the change gives the item (0: a fresh one)
+}
+
+// ArithResult describes a successful MetaArith.
+type ArithResult struct {
+	Value   uint64 // the new value (Initial for a created item)
+	CAS     uint64 // the item's visible CAS id afterwards
+	Exptime int64  // the item's exptime before T or N applied (0 for a created item)
+	Now     int64  // the cache time of the operation
+	Created bool   // the key was missing and created (Vivify)
+}
+
+// MetaArith is ArithCAS with the options of ma: Stored with the result, or NotFound, Exists,
+// NonNumeric, NoMemory (the longer number did not fit). A vivify that cannot store the new
+// item returns NotStored (tinylfu declined it) or NoMemory, with Created set.
+func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOptions) (ArithResult, Outcome) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	res := ArithResult{Now: s.now}
+	oldLen := -1
+	if _, old := s.findLocked(h, key); old != nil {
+		oldLen = len(old.value())
+	}
+	v, _, out := s.arithLocked(c, h, key, incr, delta, opt.CAS)
+	var it *item
+	switch {
+	case out == Stored:
+		_, it = s.findLocked(h, key)
+		res.Value, res.Exptime = v, int64(it.exptime)
+		if len(it.value()) > oldLen {
+			// memcached links a new item for a longer number and applies T to the old one,
+			// which it has just unlinked: the TTL does not change (the reply still shows T's).
+			opt.Touch = false
+		}
+	case out == NotFound && opt.Vivify:
+		// memcached counts no miss when it vivifies.
+		if incr {
+			s.st.IncrMisses--
+		} else {
+			s.st.DecrMisses--
+		}
+		var tmp [20]byte
+		res.Created = true
+		var vout Outcome
+		if it, vout = s.vivifyLocked(c, h, key, appendUint(tmp[:0], opt.Initial), 0); it == nil {
+			if vout == NoMemory || vout == TooLarge {
+				return res, NoMemory
+			}
+			return res, NotStored
+		}
+		res.Value = opt.Initial
+	default:
+		return res, out
+	}
+	switch {
+	case res.Created && opt.Touch && !opt.VivifyLast:
+		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+	case res.Created:
+		it.exptime = time32(AbsExptime(opt.VivifyExpt, s.now))
+	case opt.Touch:
+		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+	}
+	if opt.NewCAS != 0 {
+		it.cas = opt.NewCAS
+	}
+	res.CAS = c.visibleCAS(it.cas)
+	return res, Stored
+}
+
+// appendUint appends v in decimal.
+func appendUint(dst []byte, v uint64) []byte {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return append(dst, b[i:]...)
+}
+
+// Peek looks key up without any side effect (no access, no counters), as memcached's me does,
+// and hands the item to a like MetaGet (Now set, no token state changed).
+func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	_, it := s.findLocked(h, key)
+	if it == nil {
+		return dst, false
+	}
+	return a.AppendItem(dst, s.viewLocked(c, it)), true
+}
+
+// StoredExptime returns the absolute exptime an item gets for a client exptime at time now, as
+// the cache stores it (0 = never); callers use it to report TTLs the way memcached does.
+func StoredExptime(exptime, now int64) int64 { return int64(time32(AbsExptime(exptime, now))) }
