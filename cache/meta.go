@@ -149,7 +149,12 @@ type MetaStoreOptions struct {
 func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64, opt MetaStoreOptions) (Outcome, uint64) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
+	// Every lookup is an access for tinylfu's frequency sketch: look the item up here only when
+	// the meta semantics need it, so a plain ms counts once, like set.
+	var it *item
+	if (mode == CAS && opt.Invalidate) || ((mode == Append || mode == Prepend) && cas != 0) {
+		_, it = s.findLocked(h, key)
+	}
 	var stale uint8
 	switch {
 	case mode == CAS && it != nil && opt.Invalidate && !c.disableCAS && cas != 0 && cas < it.cas:
@@ -165,7 +170,7 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 	}
 	out, id := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
 	s.maintainLocked()
-	if out != Stored {
+	if out != Stored || (stale == 0 && !opt.KeyBinary && opt.NewCAS == 0) {
 		return out, id
 	}
 	if _, it = s.findLocked(h, key); it == nil {
@@ -251,9 +256,11 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
 	res := ArithResult{Now: s.now}
-	oldLen := -1
-	if _, old := s.findLocked(h, key); old != nil {
-		oldLen = len(old.value())
+	oldLen := -1 // only T needs it: each lookup counts as an access for tinylfu
+	if opt.Touch {
+		if _, old := s.findLocked(h, key); old != nil {
+			oldLen = len(old.value())
+		}
 	}
 	v, _, out := s.arithLocked(c, h, key, incr, delta, opt.CAS)
 	var it *item
@@ -261,7 +268,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 	case out == Stored:
 		_, it = s.findLocked(h, key)
 		res.Value, res.Exptime = v, int64(it.exptime)
-		if len(it.value()) > oldLen {
+		if opt.Touch && len(it.value()) > oldLen {
 			// memcached links a new item for a longer number and applies T to the old one,
 			// which it has just unlinked: the TTL does not change (the reply still shows T's).
 			opt.Touch = false
