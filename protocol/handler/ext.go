@@ -39,16 +39,8 @@ func (h *Handler) countAuth(ok bool) {
 // executeExt runs meta, binary and text-authentication requests.
 func (h *Handler) executeExt(r *protocol.Request, out []byte) ([]byte, bool) {
 	switch r.Cmd {
-	case protocol.CmdMetaGet:
-		return h.metaGet(r, out), false
-	case protocol.CmdMetaSet:
-		return h.metaSet(r, out), false
-	case protocol.CmdMetaDelete:
-		return h.metaDelete(r, out), false
-	case protocol.CmdMetaArithmetic:
-		return h.metaArith(r, out), false
-	case protocol.CmdMetaDebug:
-		return h.metaDebug(r, out), false
+	case protocol.CmdMetaGet, protocol.CmdMetaSet, protocol.CmdMetaDelete, protocol.CmdMetaArithmetic, protocol.CmdMetaDebug:
+		return h.metaExec(r, out), false
 	case protocol.CmdMetaNoop:
 		return append(out, "MN\r\n"...), false
 	case protocol.CmdBinary:

@@ -14,13 +14,30 @@ import (
 // metaKeyBuf holds a decoded base64 key (at most 3/4 of MaxKeyLen bytes).
 type metaKeyBuf [protocol.MaxKeyLen]byte
 
-// metaKey returns the key r names: the key token, or with flag b its
-// decoding (the parser has checked that it decodes) in buf.
-func metaKey(r *protocol.Request, buf *metaKeyBuf) []byte {
+// metaExec runs one meta command on the key r names: the key token, or with
+// flag b its decoding (the parser has checked that it decodes). The decoding
+// buffer lives on the stack and is only set up for b, so the common path
+// does not pay for clearing it.
+func (h *Handler) metaExec(r *protocol.Request, out []byte) []byte {
 	if !r.Meta.Has('b') {
-		return r.Key
+		return h.metaRun(r, r.Key, out)
 	}
-	return buf[:protocol.DecodeBase64Key(buf[:], r.Key)]
+	var buf metaKeyBuf
+	return h.metaRun(r, buf[:protocol.DecodeBase64Key(buf[:], r.Key)], out)
+}
+
+func (h *Handler) metaRun(r *protocol.Request, key, out []byte) []byte {
+	switch r.Cmd {
+	case protocol.CmdMetaGet:
+		return h.metaGet(r, key, out)
+	case protocol.CmdMetaSet:
+		return h.metaSet(r, key, out)
+	case protocol.CmdMetaDelete:
+		return h.metaDelete(r, key, out)
+	case protocol.CmdMetaArithmetic:
+		return h.metaArith(r, key, out)
+	}
+	return h.metaDebug(r, key, out)
 }
 
 // appendMetaKey appends a k return flag: " k<key>", or for a binary key
@@ -73,9 +90,7 @@ func appendTTL(dst []byte, exp, now int64) []byte {
 }
 
 // metaGet answers mg.
-func (h *Handler) metaGet(r *protocol.Request, out []byte) []byte {
-	var kb metaKeyBuf
-	key := metaKey(r, &kb)
+func (h *Handler) metaGet(r *protocol.Request, key, out []byte) []byte {
 	m := &r.Meta
 	opt := cache.MetaGetOptions{NoBump: m.Has('u'), NewCAS: m.NewCAS}
 	if m.Has('T') {
@@ -187,9 +202,7 @@ func metaStoreMode(m *protocol.MetaArgs) cache.StoreMode {
 }
 
 // metaSet answers ms.
-func (h *Handler) metaSet(r *protocol.Request, out []byte) []byte {
-	var kb metaKeyBuf
-	key := metaKey(r, &kb)
+func (h *Handler) metaSet(r *protocol.Request, key, out []byte) []byte {
 	m := &r.Meta
 	if m.TooLarge {
 		// memcached unlinks the key whatever the mode.
@@ -240,9 +253,7 @@ func (h *Handler) metaSet(r *protocol.Request, out []byte) []byte {
 }
 
 // metaDelete answers md.
-func (h *Handler) metaDelete(r *protocol.Request, out []byte) []byte {
-	var kb metaKeyBuf
-	key := metaKey(r, &kb)
+func (h *Handler) metaDelete(r *protocol.Request, key, out []byte) []byte {
 	m := &r.Meta
 	outcome := h.cfg.Cache.MetaDelete(key, cache.MetaDeleteOptions{
 		CompareCAS: m.Has('C'), CAS: r.CAS,
@@ -264,9 +275,7 @@ func (h *Handler) metaDelete(r *protocol.Request, out []byte) []byte {
 }
 
 // metaArith answers ma.
-func (h *Handler) metaArith(r *protocol.Request, out []byte) []byte {
-	var kb metaKeyBuf
-	key := metaKey(r, &kb)
+func (h *Handler) metaArith(r *protocol.Request, key, out []byte) []byte {
 	m := &r.Meta
 	opt := cache.MetaArithOptions{
 		Vivify: m.Has('N'), Initial: m.Initial, VivifyExpt: m.VivifyTTL,
@@ -341,9 +350,7 @@ func (h *Handler) metaArith(r *protocol.Request, out []byte) []byte {
 // exptime, negative while it is ahead, as memcached prints it; -1 for
 // none), la (seconds since the last access), cas, fetch, cls and size
 // (memcached's slab class and item size for such an item).
-func (h *Handler) metaDebug(r *protocol.Request, out []byte) []byte {
-	var kb metaKeyBuf
-	key := metaKey(r, &kb)
+func (h *Handler) metaDebug(r *protocol.Request, key, out []byte) []byte {
 	out, hit := h.cfg.Cache.Peek(out, key, meAppender{h})
 	if !hit {
 		return append(out, "EN\r\n"...)
