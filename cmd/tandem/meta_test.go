@@ -58,7 +58,9 @@ func metaPipeline(rng *rand.Rand, prefix string, n int) string {
 
 // TestMetaPipelineDifferential sends random pipelines of meta commands in
 // quiet mode, each ending in mn, to tandem (every mode) and to memcached in
-// one write each, and compares the replies byte for byte.
+// one write each, and compares the replies byte for byte. With
+// TANDEM_META_DUMP=<path> a failing pipeline is written to <path>.<mode>
+// for replaying step by step.
 func TestMetaPipelineDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
 		mcd := startMemcached(t)
