@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/tandemcache/tandem/protocol"
 )
@@ -39,6 +40,16 @@ type gconn struct {
 	inflight [][]byte // guarded by wmu: buffers handed to AsyncWrite, oldest first
 	free     [][]byte // guarded by wmu: reply buffers ready for reuse
 	onWrite  gnet.AsyncCallback
+
+	// Worker writes (Config.WorkerWrites): a worker writes a batch's replies
+	// straight to the socket while nothing is queued on the loop, and falls
+	// back to AsyncWrite otherwise. fdMu keeps the descriptor from being
+	// closed (and reused by a new connection) during such a write.
+	fd       int
+	fdMu     sync.Mutex
+	fdClosed bool // guarded by fdMu: set in OnClose, before gnet closes fd
+	async    bool // guarded by wmu: replies go through the loop until its queue and buffer drain
+	queued   int  // guarded by wmu: AsyncWrites whose callback has not run
 }
 
 // batch is a run of framed requests whose bytes are owned by arena.
@@ -62,7 +73,7 @@ func (b *batch) reset() {
 const maxKeptBuffer = 1 << 20
 
 func newGconn(s *gnetServer, c gnet.Conn) *gconn {
-	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd())}
+	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd()), fd: c.Fd()}
 	gc.onWrite = gc.written
 	if s.pool {
 		gc.pending = &batch{}
@@ -296,22 +307,73 @@ func (gc *gconn) getBuf() []byte {
 // worker at a time, so they reach the socket in order.
 func (gc *gconn) send(out []byte) {
 	if len(out) == 0 {
-		gc.wmu.Lock()
-		gc.free = append(gc.free, out)
-		gc.wmu.Unlock()
+		gc.recycle(out)
 		return
 	}
+	rest := out
+	if gc.s.cfg.WorkerWrites {
+		gc.wmu.Lock()
+		direct := !gc.async
+		gc.wmu.Unlock()
+		if direct {
+			var done bool
+			if rest, done = gc.writeDirect(out); done {
+				gc.recycle(out)
+				return
+			}
+		}
+	}
 	gc.wmu.Lock()
+	gc.async = true
+	gc.queued++
 	gc.inflight = append(gc.inflight, out)
 	gc.wmu.Unlock()
 	gc.s.writes.Add(1)
-	if err := gc.c.AsyncWrite(out, gc.onWrite); err != nil {
+	if err := gc.c.AsyncWrite(rest, gc.onWrite); err != nil {
 		gc.written(gc.c, err)
 	}
 }
 
+// writeDirect writes out to the socket from the worker. It reports done when
+// everything was written or the connection is gone; otherwise it returns the
+// unwritten rest for the loop to send when the socket is writable.
+func (gc *gconn) writeDirect(out []byte) (rest []byte, done bool) {
+	gc.fdMu.Lock()
+	defer gc.fdMu.Unlock()
+	if gc.fdClosed {
+		return nil, true
+	}
+	for len(out) > 0 {
+		n, err := unix.Write(gc.fd, out)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return out, false
+		case err != nil:
+			gc.s.log.Debug().Err(err).Msg("write failed; closing the connection")
+			_ = gc.c.Close()
+			return nil, true
+		}
+		out = out[n:]
+	}
+	return nil, true
+}
+
+func (gc *gconn) recycle(b []byte) {
+	if cap(b) > maxKeptBuffer {
+		return
+	}
+	gc.wmu.Lock()
+	if len(gc.free) < 4 {
+		gc.free = append(gc.free, b[:0])
+	}
+	gc.wmu.Unlock()
+}
+
 // written runs on the loop after a write: it recycles the oldest in-flight
-// buffer and closes a connection whose unsent output is over the cap.
+// buffer, closes a connection whose unsent output is over the cap, and lets
+// workers write directly again once nothing is queued or buffered.
 func (gc *gconn) written(c gnet.Conn, err error) error {
 	gc.s.writes.Add(-1)
 	gc.wmu.Lock()
@@ -328,11 +390,22 @@ func (gc *gconn) written(c gnet.Conn, err error) error {
 		gc.s.overflow.Add(1)
 		_ = c.Close()
 	}
+	gc.wmu.Lock()
+	gc.queued--
+	if gc.queued == 0 && (err != nil || c == nil || c.OutboundBuffered() == 0) {
+		// Nothing is queued on the loop or waiting in gnet's buffer: a worker
+		// may write directly again without overtaking earlier replies.
+		gc.async = false
+	}
+	gc.wmu.Unlock()
 	return nil
 }
 
 // onClose runs on the loop when gnet closed the connection.
 func (gc *gconn) onClose() {
+	gc.fdMu.Lock()
+	gc.fdClosed = true
+	gc.fdMu.Unlock()
 	gc.mu.Lock()
 	gc.closed = true
 	end := !gc.running && !gc.sessEnd

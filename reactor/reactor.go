@@ -81,6 +81,13 @@ type Config struct {
 	MaxOutput int
 	// IdleTimeout closes connections idle for longer; 0 disables.
 	IdleTimeout time.Duration
+	// WorkerWrites lets a pool worker write a batch's replies to the socket
+	// itself while the connection has nothing queued on its loop, instead of
+	// handing every batch to the loop with AsyncWrite (a queue hop, an eventfd
+	// wake-up and two allocations per batch). A reply the socket cannot take
+	// at once still goes through the loop, which keeps order and the output
+	// cap. Pool mode only.
+	WorkerWrites bool
 	// ReusePort sets SO_REUSEPORT (one listener per loop).
 	ReusePort bool
 	Logger    zerolog.Logger

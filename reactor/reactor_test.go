@@ -42,6 +42,10 @@ func (lineSession) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		panic("boom")
 	case "slow":
 		time.Sleep(5 * time.Millisecond)
+	case "big":
+		out = append(out, "R:"...)
+		out = append(out, bytes.Repeat([]byte("b"), bigReply)...)
+		return append(out, '\n'), false
 	}
 	out = append(out, "R:"...)
 	out = append(out, r.Key...)
@@ -49,6 +53,10 @@ func (lineSession) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 }
 
 func (lineSession) Close() {}
+
+// bigReply is the payload of the "big" request: larger than socket buffers,
+// so writes hit EAGAIN while the client is not reading.
+const bigReply = 256 << 10
 
 type poolExec struct{ p *workerpool.Pool }
 
@@ -136,9 +144,19 @@ func TestConfigValidate(t *testing.T) {
 // connections through a 2-worker pool so connections park; every reply must
 // arrive in order.
 func TestOrderUnderParking(t *testing.T) {
-	for _, mode := range allModes {
-		t.Run(string(mode), func(t *testing.T) {
-			srv := startTest(t, mode, nil)
+	variants := []struct {
+		name string
+		mode Mode
+		mod  func(*Config)
+	}{
+		{"pool", ModePool, nil},
+		{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
+		{"inline", ModeInline, nil},
+		{"goroutine", ModeGoroutine, nil},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			srv := startTest(t, v.mode, v.mod)
 			var wg sync.WaitGroup
 			errs := make(chan error, 8)
 			for c := 0; c < 8; c++ {
@@ -259,6 +277,50 @@ func TestIdleTimeout(t *testing.T) {
 			}
 			if d := time.Since(start); d > 4*time.Second {
 				t.Fatalf("idle connection closed after %v", d)
+			}
+		})
+	}
+}
+
+// TestLargeRepliesToASlowReader fills the socket while the client does not
+// read, so replies take the loop's buffered path (and, with worker writes,
+// the fallback from a direct write); order and content must hold.
+func TestLargeRepliesToASlowReader(t *testing.T) {
+	variants := []struct {
+		name string
+		mode Mode
+		mod  func(*Config)
+	}{
+		{"pool", ModePool, nil},
+		{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
+		{"inline", ModeInline, nil},
+		{"goroutine", ModeGoroutine, nil},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			srv := startTest(t, v.mode, v.mod)
+			conn, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			var req, want strings.Builder
+			big := "R:" + strings.Repeat("b", bigReply) + "\n"
+			for i := 0; i < 16; i++ {
+				req.WriteString("big\n" + fmt.Sprintf("s%d\n", i))
+				want.WriteString(big + fmt.Sprintf("R:s%d\n", i))
+			}
+			if _, err := io.WriteString(conn, req.String()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // let the server's writes block
+			got := make([]byte, want.Len())
+			if _, err := io.ReadFull(conn, got); err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if string(got) != want.String() {
+				t.Fatalf("replies to a slow reader differ from the requests' order")
 			}
 		})
 	}

@@ -35,6 +35,7 @@ type Config struct {
 	ReqsPerEvent     int
 	IdleTimeout      time.Duration
 	ReusePort        bool
+	WorkerWrites     bool
 	PidFile          string
 	ShowVersion      bool
 	MetricsListen    string
@@ -96,6 +97,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.IntVarP(&c.ReqsPerEvent, "max-reqs-per-event", "R", 20, "accepted for memcached compatibility (tandem runs every complete request of a read)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 0, "close connections idle for this long (e.g. 30s; 0 = never; memcached -o idle_timeout=SECONDS)")
 	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
+	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "pool mode: workers write replies to the socket themselves while nothing is queued on the loop (saves a loop hop per batch)")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file")
 	fs.BoolVarP(&c.ShowVersion, "version", "V", false, "print the version and exit")
 	fs.StringVarP(&c.AuthFile, "auth-file", "Y", "", "require authentication with the user:password lines of this file: SASL PLAIN on binary connections, memcached's -Y token (a set whose data is \"user password\") on text ones")

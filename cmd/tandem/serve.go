@@ -106,15 +106,16 @@ func serve(cfg *Config) int {
 
 	met := newMetrics(cfg) // nil unless --metrics-listen
 	srv, err = reactor.New(reactor.Config{
-		Mode:        cfg.Mode,
-		Addr:        net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)),
-		Loops:       cfg.Threads,
-		MaxConns:    cfg.MaxConns,
-		NewSession:  func() reactor.Session { return h.NewSession() },
-		Executor:    exec,
-		IdleTimeout: cfg.IdleTimeout,
-		ReusePort:   cfg.ReusePort,
-		Logger:      base,
+		Mode:         cfg.Mode,
+		Addr:         net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)),
+		Loops:        cfg.Threads,
+		MaxConns:     cfg.MaxConns,
+		NewSession:   func() reactor.Session { return h.NewSession() },
+		Executor:     exec,
+		IdleTimeout:  cfg.IdleTimeout,
+		ReusePort:    cfg.ReusePort,
+		WorkerWrites: cfg.WorkerWrites,
+		Logger:       base,
 
 		ObserveLatency: met.latencyObserver(),
 		Clock:          clock.Now,
@@ -222,13 +223,17 @@ func raiseFileLimit(log zerolog.Logger, conns int) {
 	}
 }
 
-// setMemoryLimit gives the Go runtime a soft memory limit derived from -m
-// (items plus index and buffers), unless GOMEMLIMIT is set.
+// setMemoryLimit gives the Go runtime a soft memory limit derived from -m,
+// unless GOMEMLIMIT is set. -m counts key + value + 48 bytes per item; the
+// index, item headers and buffers come on top (about 220 bytes per item), so
+// with small items the process needs well over -m. A limit below that makes
+// the collector run constantly; 2.5 x -m + 64 MiB leaves room for 100-byte
+// items and still bounds a runaway.
 func setMemoryLimit(log zerolog.Logger, mb int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	limit := mb<<20 + mb<<19 + 64<<20 // 1.5 x -m + 64 MiB
+	limit := mb<<21 + mb<<19 + 64<<20 // 2.5 x -m + 64 MiB
 	debug.SetMemoryLimit(limit)
 	log.Debug().Int64("bytes", limit).Msg("Go memory limit set")
 }
