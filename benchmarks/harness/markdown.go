@@ -67,6 +67,8 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 			"\"vs mc\" is the median over memcached's median at the same `-t`; latencies in µs are medians " +
 			"of the per-repetition percentiles.\n")
 	}
+	fmt.Fprintf(&b, "\nRaw measurements, one line per repetition, target, point and phase: [%s-runs.csv](%s-runs.csv).\n",
+		r.Scenario, r.Scenario)
 	if len(r.Plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range r.Plots {

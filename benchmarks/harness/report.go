@@ -10,7 +10,8 @@ import (
 )
 
 // Report is everything one scenario run produced; it is written as
-// <scenario>.json, rendered as <scenario>.md, and plotted.
+// <scenario>.json (aggregates and metadata) and <scenario>-runs.csv (raw
+// measurements), rendered as <scenario>.md, and plotted.
 type Report struct {
 	Scenario    string         `json:"scenario"`
 	Title       string         `json:"title"`
@@ -27,7 +28,7 @@ type Report struct {
 	Targets     []TargetStatus `json:"targets"`
 	Points      []Point        `json:"points"`
 	Rows        []*Row         `json:"rows"`
-	Runs        []Measurement  `json:"runs"`
+	Runs        []Measurement  `json:"-"` // written to <scenario>-runs.csv
 	Plots       []string       `json:"plots,omitempty"`
 }
 
@@ -69,19 +70,27 @@ func (r *Report) Measured() []string {
 	return n
 }
 
-// Write writes <dir>/<scenario>.json and .md, and the plots when asked.
-// Plot failures are reported in the Markdown, not fatal.
+// Write writes <dir>/<scenario>.json and .md, <scenario>-runs.csv when r has
+// raw runs (a re-rendered report has none and leaves the file alone), and
+// the plots when asked. Plot failures are reported in the Markdown, not
+// fatal.
 func (r *Report) Write(dir string, sc *Scenario, plots bool) error {
 	var plotErr error
 	if plots && len(r.Rows) > 0 {
 		r.Plots, plotErr = writePlots(dir, sc, r.Rows)
 	}
-	b, err := json.MarshalIndent(r, "", " ")
+	b, err := json.Marshal(r) // compact: the .md is the human view
+
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, sc.Name+".json"), append(b, '\n'), 0o644); err != nil {
 		return err
+	}
+	if len(r.Runs) > 0 {
+		if err := writeRunsCSV(filepath.Join(dir, sc.Name+"-runs.csv"), r.Runs); err != nil {
+			return err
+		}
 	}
 	md := renderMarkdown(r, sc, plotErr)
 	return os.WriteFile(filepath.Join(dir, sc.Name+".md"), []byte(md), 0o644)

@@ -44,10 +44,16 @@ func TestQuickAgainstMemcached(t *testing.T) {
 		if len(r.Rows) == 0 || len(r.Plots) == 0 {
 			t.Errorf("%s: %d rows, %d plots", name, len(r.Rows), len(r.Plots))
 		}
-		for _, m := range r.Runs {
-			if m.Errors != 0 || m.Requests == 0 {
-				t.Errorf("%s %s %s %s: %d errors, %d requests", name, m.Target, m.Point, m.Phase, m.Errors, m.Requests)
+		for _, row := range r.Rows {
+			for phase, a := range row.Phases {
+				if a.Errors != 0 || a.ReqPerSec.N != 1 || a.ReqPerSec.Median <= 0 {
+					t.Errorf("%s %s %s %s: %d errors, %+v", name, row.Target.Name, row.Point, phase, a.Errors, a.ReqPerSec)
+				}
 			}
+		}
+		csv, err := os.ReadFile(filepath.Join(out, name+"-runs.csv"))
+		if err != nil || strings.Count(string(csv), "\n") < 3 {
+			t.Errorf("%s-runs.csv: %v\n%s", name, err, csv)
 		}
 		if _, err := os.Stat(filepath.Join(out, name+".md")); err != nil {
 			t.Error(err)

@@ -1,0 +1,51 @@
+package harness
+
+import (
+	"encoding/csv"
+	"os"
+	"strconv"
+)
+
+// runsHeader names the columns of <scenario>-runs.csv: one line per
+// measurement (repetition x target x point x phase), the raw data behind
+// every median in the reports.
+var runsHeader = func() []string {
+	h := []string{"rep", "target", "point", "phase", "elapsed_sec", "requests", "req_per_sec", "hit_ratio",
+		"value_bytes_read", "value_bytes_written", "errors", "hit_hard_cap",
+		"server_cpu_pct", "client_cpu_pct", "server_rss_kb", "server_peak_rss_kb"}
+	for _, op := range []string{"get", "set"} {
+		for _, f := range []string{"count", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us"} {
+			h = append(h, op+"_"+f)
+		}
+	}
+	return append(h, "first_error")
+}()
+
+// writeRunsCSV writes runs to path.
+func writeRunsCSV(path string, runs []Measurement) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write(runsHeader)
+	ff := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	fi := func(v int64) string { return strconv.FormatInt(v, 10) }
+	for _, m := range runs {
+		rec := []string{fi(int64(m.Rep + 1)), m.Target, m.Point, m.Phase, ff(m.ElapsedSec), fi(m.Requests),
+			ff(m.ReqPerSec), ff(m.HitRatio), fi(m.BytesRead), fi(m.BytesSent), fi(m.Errors),
+			strconv.FormatBool(m.HitHardCap), ff(m.ServerCPUPct), ff(m.ClientCPUPct),
+			fi(m.ServerRSSKB), fi(m.ServerHWMKB)}
+		for _, op := range []string{"get", "set"} {
+			s := m.Latency[op]
+			rec = append(rec, fi(s.Count), ff(s.MeanUs), ff(s.P50Us), ff(s.P90Us), ff(s.P99Us), ff(s.P999Us), ff(s.MaxUs))
+		}
+		_ = w.Write(append(rec, m.FirstError))
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
