@@ -11,7 +11,8 @@ import (
 // worker finished between the failed submit and the push.
 type parking struct {
 	mu     sync.Mutex
-	conns  []*gconn // guarded by mu, oldest first
+	conns  []*gconn // guarded by mu: conns[head:] are parked, oldest first
+	head   int      // guarded by mu
 	signal chan struct{}
 }
 
@@ -32,19 +33,35 @@ func (p *parking) push(gc *gconn) {
 func (p *parking) pop() *gconn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.conns) == 0 {
+	if p.head == len(p.conns) {
 		return nil
 	}
-	gc := p.conns[0]
-	p.conns[0] = nil
-	p.conns = p.conns[1:]
+	gc := p.conns[p.head]
+	p.conns[p.head] = nil
+	p.head++
+	if p.head == len(p.conns) {
+		// Empty: reuse the backing array from its start.
+		p.conns, p.head = p.conns[:0], 0
+	}
 	return gc
+}
+
+// unpop puts gc back at the front.
+func (p *parking) unpop(gc *gconn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head > 0 {
+		p.head--
+		p.conns[p.head] = gc
+		return
+	}
+	p.conns = append([]*gconn{gc}, p.conns...)
 }
 
 func (p *parking) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.conns)
+	return len(p.conns) - p.head
 }
 
 // retryLoop resubmits parked connections until ctx ends. It sleeps while
@@ -76,9 +93,7 @@ func (p *parking) resubmit(ex Executor) {
 		}
 		if err := ex.Submit(gc); err != nil {
 			// Still busy: put it back at the front and wait for the next tick.
-			p.mu.Lock()
-			p.conns = append([]*gconn{gc}, p.conns...)
-			p.mu.Unlock()
+			p.unpop(gc)
 			return
 		}
 	}
