@@ -173,7 +173,11 @@ func binKnown(cmd uint8) bool {
 
 // parseBinary frames one binary request at the start of buf.
 func (p *Parser) parseBinary(buf []byte, r *Request) int {
-	if len(buf) < BinHeaderLen || len(buf) < p.need {
+	if len(buf) < BinHeaderLen {
+		p.need = BinHeaderLen
+		return 0
+	}
+	if len(buf) < p.need {
 		return 0
 	}
 	r.reset()

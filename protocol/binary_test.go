@@ -124,7 +124,7 @@ var binCases = []parseCase{
 	{"touch", reqs(binReq{op: OpGATKQ, key: "k", extras: be32(100)}), []string{`bin op=0x24 cmd=0x23 opaque=0 key="k" flags=0 exp=100 quiet`}},
 	{"flush with delay", reqs(binReq{op: OpFlushQ, extras: be32(5)}), []string{`bin op=0x18 cmd=0x8 opaque=0 flags=0 exp=5 quiet`}},
 	{"pipeline", reqs(binReq{op: OpVersion, opaque: 1}, noop), []string{"bin op=0xb cmd=0xb opaque=1", noopDesc}},
-	{"partial header", reqs(noop)[:10], []string{"pending 10 need=0"}},
+	{"partial header", reqs(noop)[:10], []string{"pending 10 need=24"}},
 	{"partial key", reqs(binReq{op: OpGet, key: "abc"})[:25], []string{"pending 25 need=27"}},
 	{"partial value", reqs(binReq{op: OpSet, key: "k", extras: setExtras(0, 0), value: "hello"})[:35], []string{"pending 35 need=38"}},
 	{"bad magic closes", reqs(noop, binReq{op: OpGet, key: "k", magic: 0x81}), []string{noopDesc, `error "" close`}},
@@ -143,8 +143,8 @@ var binCases = []parseCase{
 	{"set too large is swallowed", reqs(binReq{op: OpSet, key: "big", extras: setExtras(0, 0), value: strings.Repeat("x", 2<<20)}, noop),
 		[]string{`bin op=0x1 cmd=0x1 opaque=0 status=0x3 key="big"`, noopDesc}},
 	{"stat leaves a value in the stream", reqs(binReq{op: OpStat, key: "reset", value: "zz"}),
-		[]string{`bin op=0x10 cmd=0x10 opaque=0 key="reset"`, "pending 2 need=0"}},
-	{"text after binary is not text", reqs(noop) + "get a\r\n", []string{noopDesc, "pending 7 need=0"}},
+		[]string{`bin op=0x10 cmd=0x10 opaque=0 key="reset"`, "pending 2 need=24"}},
+	{"text after binary is not text", reqs(noop) + "get a\r\n", []string{noopDesc, "pending 7 need=24"}},
 }
 
 func TestBinaryParse(t *testing.T) {
