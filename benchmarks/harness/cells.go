@@ -105,3 +105,54 @@ func colErrors(phases ...string) Column {
 		return strconv.FormatInt(n, 10)
 	}}
 }
+
+// colHit shows the median hit ratio with ± half its range over repetitions.
+func colHit(h, phase string) Column {
+	return Column{h, func(r *Row) string {
+		s := r.Phase(phase).HitPct
+		if s.N == 0 {
+			return "–"
+		}
+		if s.N < 2 {
+			return fmt.Sprintf("%.3f", s.Median/100)
+		}
+		return fmt.Sprintf("%.3f ±%.3f", s.Median/100, (s.Max-s.Min)/200)
+	}}
+}
+
+// colHitDiff shows the hit ratio minus the baseline's.
+func colHitDiff(h, phase string) Column {
+	return Column{h, func(r *Row) string {
+		a := r.Phase(phase)
+		if a.Baseline == "" {
+			return "–"
+		}
+		return fmt.Sprintf("%+.3f", a.HitDiff)
+	}}
+}
+
+// colStat shows the median of a server stats field divided by unit.
+func colStat(h, phase, field string, unit float64) Column {
+	return Column{h, func(r *Row) string {
+		s, ok := r.Phase(phase).Stats[field]
+		if !ok || s.N == 0 {
+			return "–"
+		}
+		if unit == 1 {
+			return thousands(s.Median)
+		}
+		return fmt.Sprintf("%.1f", s.Median/unit)
+	}}
+}
+
+// colRSSPerItem shows server RSS over curr_items, in bytes.
+func colRSSPerItem(phase string) Column {
+	return Column{"RSS/item B", func(r *Row) string {
+		a := r.Phase(phase)
+		items := a.Stats["curr_items"].Median
+		if items == 0 || a.ServerRSSMB == 0 {
+			return "–"
+		}
+		return thousands(a.ServerRSSMB * (1 << 20) / items)
+	}}
+}

@@ -117,20 +117,23 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 	return reports, nil
 }
 
-// targetsFor returns sc's targets after the filter.
+// targetsFor returns sc's targets after the filter, with the scenario's
+// memory limit applied.
 func (o *Options) targetsFor(sc *Scenario) []Target {
 	ts := sc.Targets
 	if ts == nil {
 		ts = o.Targets
 	}
-	if len(o.TargetFilter) == 0 {
-		return ts
-	}
 	var out []Target
 	for _, t := range ts {
-		if slices.ContainsFunc(o.TargetFilter, func(f string) bool { return strings.Contains(t.Name, f) }) {
-			out = append(out, t)
+		if len(o.TargetFilter) > 0 &&
+			!slices.ContainsFunc(o.TargetFilter, func(f string) bool { return strings.Contains(t.Name, f) }) {
+			continue
 		}
+		if sc.MemoryMB > 0 && t.MemoryMB == 0 {
+			t.MemoryMB = sc.MemoryMB
+		}
+		out = append(out, t)
 	}
 	return out
 }

@@ -63,9 +63,13 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 		b.WriteString("No target was measured.\n")
 	} else {
 		writeTable(&b, sc, r.Rows)
-		b.WriteString("\nThroughput cells are medians over the repetitions, ± half the range (max-min) in percent; " +
-			"\"vs mc\" is the median over memcached's median at the same `-t`; latencies in µs are medians " +
-			"of the per-repetition percentiles.\n")
+		base := "memcached's median at the same `-t`"
+		if sc.Baseline != "" {
+			base = sc.Baseline + "'s median"
+		}
+		fmt.Fprintf(&b, "\nThroughput cells are medians over the repetitions, ± half the range (max-min) in percent; "+
+			"\"vs mc\" is the median over %s; latencies in µs are medians "+
+			"of the per-repetition percentiles.\n", base)
 	}
 	fmt.Fprintf(&b, "\nRaw measurements, one line per repetition, target, point and phase: [%s-runs.csv](%s-runs.csv).\n",
 		r.Scenario, r.Scenario)

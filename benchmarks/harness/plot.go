@@ -37,6 +37,13 @@ func writePlots(dir string, sc *Scenario, rows []*Row) ([]string, error) {
 			files = append(files, name)
 		}
 	}
+	if len(sc.HitPhases) > 0 {
+		name := sc.Name + "-hits.png"
+		if err := hitBars(filepath.Join(dir, name), sc, rows); err != nil {
+			return files, fmt.Errorf("plot %s: %w", name, err)
+		}
+		files = append(files, name)
+	}
 	if sc.LatencyPhase != "" {
 		name := sc.Name + "-latency.png"
 		drawn, err := latencyBars(filepath.Join(dir, name), sc, rows)
@@ -138,6 +145,15 @@ func throughputLines(path, title string, sc *Scenario, rows []*Row, phase, group
 // groupedHBars draws horizontal bars: one category per label, one bar per
 // series inside each category.
 func groupedHBars(path, title, xlabel string, labels, series []string, val func(cat, ser int) float64) error {
+	p, h, err := hbars(title, xlabel, labels, series, val)
+	if err != nil {
+		return err
+	}
+	return p.Save(9*vg.Inch, h, path)
+}
+
+// hbars builds groupedHBars' plot and returns it with its height.
+func hbars(title, xlabel string, labels, series []string, val func(cat, ser int) float64) (*plot.Plot, vg.Length, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
@@ -155,7 +171,7 @@ func groupedHBars(path, title, xlabel string, labels, series []string, val func(
 		}
 		bars, err := plotter.NewBarChart(vs, w)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		bars.Horizontal = true
 		bars.Color = plotutil.Color(si)
@@ -170,7 +186,7 @@ func groupedHBars(path, title, xlabel string, labels, series []string, val func(
 	p.Add(plotter.NewGrid())
 	// Each category gets its bars plus a gap, whatever the count.
 	h := vg.Points(float64(len(labels))*(float64(n*barW)+20)) + 1.3*vg.Inch
-	return p.Save(9*vg.Inch, h, path)
+	return p, h, nil
 }
 
 func throughputBars(path, title string, sc *Scenario, rows []*Row, phase string) error {
@@ -189,6 +205,29 @@ func throughputBars(path, title string, sc *Scenario, rows []*Row, phase string)
 	}
 	return groupedHBars(path, title, "requests/s (median)", targets, points,
 		func(ti, pi int) float64 { return find(targets[ti], points[pi]).ReqPerSec.Median })
+}
+
+// hitBars draws the median hit ratio of each target, one bar per phase in
+// sc.HitPhases, at the scenario's last point.
+func hitBars(path string, sc *Scenario, rows []*Row) error {
+	point := sc.Points[len(sc.Points)-1].Label
+	var targets []string
+	var aggs []*Row
+	for _, r := range rows {
+		if r.Point == point {
+			targets = append(targets, r.Target.Name)
+			aggs = append(aggs, r)
+		}
+	}
+	title := fmt.Sprintf("%s: hit ratio (gets that hit / gets)", sc.Name)
+	p, h, err := hbars(title, "hit ratio (median over repetitions)", targets, sc.HitPhases,
+		func(ti, pi int) float64 { return aggs[ti].Phase(sc.HitPhases[pi]).HitPct.Median / 100 })
+	if err != nil {
+		return err
+	}
+	p.X.Tick.Marker = plot.DefaultTicks{}
+	p.X.Min, p.X.Max = 0, 1.2 // a ratio: the whole 0..1 range, room for the legend
+	return p.Save(9*vg.Inch, h, path)
 }
 
 // latencyBars draws p50/p99/p99.9 per target at the scenario's latency

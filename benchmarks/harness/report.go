@@ -39,6 +39,10 @@ func newReport(sc *Scenario, o *Options, m Machine, targets []TargetStatus, runs
 			measured = append(measured, t.Target)
 		}
 	}
+	lim := o.Limits
+	if sc.MemoryMB > 0 {
+		lim.MemoryMB = sc.MemoryMB
+	}
 	return &Report{
 		Scenario:    sc.Name,
 		Title:       sc.Title,
@@ -49,7 +53,7 @@ func newReport(sc *Scenario, o *Options, m Machine, targets []TargetStatus, runs
 		Started:     start.UTC(),
 		DurationSec: time.Since(start).Seconds(),
 		Machine:     m,
-		Limits:      o.Limits,
+		Limits:      lim,
 		ServerCPUs:  o.ServerCPUs,
 		ClientCPUs:  o.ClientCPUs,
 		Targets:     targets,

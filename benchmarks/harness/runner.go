@@ -86,6 +86,11 @@ func (r *runner) runTarget(ctx context.Context, sc *Scenario, srv *Server, rep i
 			if err != nil {
 				return out, fmt.Errorf("point %s phase %s: %w", p.Label, ph.Name, err)
 			}
+			if len(ph.Stats) > 0 {
+				if m.Stats, err = srv.Stats(ph.Stats); err != nil {
+					return out, fmt.Errorf("stats after %s/%s: %w", p.Label, ph.Name, err)
+				}
+			}
 			if ph.Report {
 				out = append(out, m)
 			}
@@ -145,6 +150,10 @@ func (r *runner) logPhase(sc *Scenario, m *Measurement, rep int) {
 	}
 	fmt.Fprintf(r.log, "%-8s rep %d/%d  %-20s %-10s %-6s %10s req/s  p99 %7.1f µs  server cpu %4.0f%%  errors %d\n",
 		sc.Name, rep+1, r.opts.reps(), m.Target, m.Point, m.Phase, thousands(m.ReqPerSec), p99, m.ServerCPUPct, m.Errors)
+	if len(m.Stats) > 0 {
+		fmt.Fprintf(r.log, "         hit ratio %.4f  server RSS %.1f MB  stats %s\n",
+			m.HitRatio, float64(m.ServerRSSKB)/1024, statsString(m.Stats))
+	}
 	if m.FirstError != "" {
 		fmt.Fprintf(r.log, "         first error: %s\n", m.FirstError)
 	}

@@ -18,7 +18,7 @@ var runsHeader = func() []string {
 			h = append(h, op+"_"+f)
 		}
 	}
-	return append(h, "first_error")
+	return append(h, "server_stats", "first_error")
 }()
 
 // writeRunsCSV writes runs to path.
@@ -40,7 +40,7 @@ func writeRunsCSV(path string, runs []Measurement) error {
 			s := m.Latency[op]
 			rec = append(rec, fi(s.Count), ff(s.MeanUs), ff(s.P50Us), ff(s.P90Us), ff(s.P99Us), ff(s.P999Us), ff(s.MaxUs))
 		}
-		_ = w.Write(append(rec, m.FirstError))
+		_ = w.Write(append(rec, statsString(m.Stats), m.FirstError))
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

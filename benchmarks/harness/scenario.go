@@ -35,6 +35,9 @@ type Phase struct {
 	Report bool           `json:"report"` // false: setup (preload), left out of tables
 	Flush  bool           `json:"flush"`  // flush_all before the phase
 	Load   loadgen.Config `json:"load"`   // Addr, HardCap and Progress are set by the runner
+	// Stats names numeric fields of the server's "stats" reply to record
+	// after the phase (e.g. curr_items, bytes).
+	Stats []string `json:"stats,omitempty"`
 }
 
 // Point is one x-axis value of a scenario: phases run in order against one
@@ -62,9 +65,16 @@ type Scenario struct {
 	LogX       bool     // plot X on a log scale
 	Bars       bool     // categorical points: plot bars instead of lines
 	Targets    []Target // nil: the run's target matrix
+	// MemoryMB, when > 0, is the -m of every target of this scenario,
+	// whatever the run's ServerLimits say (hit ratios depend on it).
+	MemoryMB int
+	// Baseline names the target every row is compared with ("vs mc");
+	// "" = memcached at the row's -t.
+	Baseline   string
 	Points     []Point
 	Columns    []Column
 	PlotPhases []string // phases whose throughput is plotted
+	HitPhases  []string // phases whose hit ratio is plotted (one bar per phase)
 	// LatencyPhase and LatencyPoint select what the latency plot shows
 	// (LatencyPoint "" = the last point).
 	LatencyPhase, LatencyPoint string
@@ -107,9 +117,9 @@ func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phas
 	return Phase{Name: "mixed", Report: true, Load: c}
 }
 
-// Scenarios returns the five scenarios at profile p, in run order.
+// Scenarios returns the six scenarios at profile p, in run order.
 func Scenarios(p Profile) []Scenario {
-	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p)}
+	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p)}
 }
 
 // ScenarioNames lists the scenario names in run order.

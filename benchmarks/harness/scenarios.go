@@ -169,11 +169,13 @@ func manyThreads(p Profile) Scenario {
 }
 
 // FairnessTargets are scenario 5's targets: the machinery cost at -t 1
-// (inline against pool with one worker) and every mode at -t 2.
+// (inline against pool with one worker) and every mode at -t 2, pool also
+// with --worker-writes.
 func FairnessTargets() []Target {
 	return []Target{
 		TandemTarget("inline", 1, 0), TandemTarget("pool", 1, 1), MemcachedTarget(1),
-		TandemTarget("pool", 2, 0), TandemTarget("inline", 2, 0), TandemTarget("goroutine", 2, 0), MemcachedTarget(2),
+		TandemTarget("pool", 2, 0), TandemTarget("pool", 2, 0).WithWorkerWrites(),
+		TandemTarget("inline", 2, 0), TandemTarget("goroutine", 2, 0), MemcachedTarget(2),
 	}
 }
 
@@ -217,4 +219,74 @@ func fairness(p Profile) Scenario {
 		})
 	}
 	return sc
+}
+
+// HitRatioTargets are scenario 6's targets: tandem inline -t 1 and pool -t 2
+// (the cache is the same in every mode; pool shows that scheduling does not
+// change the hit ratio) against memcached -t 1, the baseline.
+func HitRatioTargets() []Target {
+	return []Target{TandemTarget("inline", 1, 0), TandemTarget("pool", 2, 0), MemcachedTarget(1)}
+}
+
+// hitRatioStats are the server stats recorded after scenario 6.
+var hitRatioStats = []string{"curr_items", "bytes", "evictions", "limit_maxbytes"}
+
+// hitRatio: scenario 6.
+func hitRatio(p Profile) Scenario {
+	keys := pick[uint64](p, 100_000, 1_000_000, 1_000_000)
+	n := pick[int64](p, 200_000, 4_000_000, 4_000_000)
+	mem := pick(p, 2, 20, 20)
+	mk := func(name string, keySeed uint64, flush bool) Phase {
+		c := baseLoad(16)
+		c.Depth = 8
+		c.Workload, c.Dist, c.ZipfS = loadgen.LookAside, loadgen.Zipfian, 0.99
+		c.Keys, c.Requests, c.KeySeed = keys, n, keySeed
+		c.KeyPrefix, c.ValueSizes = "hr:", []int{100}
+		ph := Phase{Name: name, Report: true, Flush: flush, Load: c}
+		if !flush {
+			ph.Stats = hitRatioStats
+		}
+		return ph
+	}
+	return Scenario{
+		Name:  "hitratio",
+		Title: "6. Hit ratio: Zipf(0.99) look-aside, the cache holding ~10% of the key space",
+		Reproduces: fmt.Sprintf("a cache in front of a database: each request gets a key and, on a miss, sets it "+
+			"(look-aside). Keys Zipf(0.99) over %s keys, 100-byte values, every server at `-m %d` "+
+			"(about 10%% of the key space fits); 16 connections x pipeline depth 8. "+
+			"A warm-up of %s gets from a flushed cache, then %s measured gets with a fresh key stream. "+
+			"Hit ratio of the measured phase, requests/s (gets and the sets on misses), server RSS, and "+
+			"curr_items and bytes from `stats` after the run.",
+			thousands(float64(keys)), mem, thousands(float64(n)), thousands(float64(n))),
+		Notes: []string{
+			"Equivalent command: `mcbench -workload lookaside -dist zipf -zipf-s 0.99 -keys " +
+				fmt.Sprint(keys) + " -size 100 -c 16 -d 8 -n " + fmt.Sprint(n) + "`, twice, the second with `-key-seed 2`.",
+			"The measured phase draws a different key stream from the warm-up's (`-key-seed 2`): replaying the same " +
+				"stream would show an admission policy every rare key a second time and flatter it.",
+			"`warm-up hit` is the hit ratio of the warm-up phase, which starts from an empty cache (cold).",
+			"`hit vs mc` is the hit ratio minus memcached -t 1's, in absolute terms; `vs mc` compares requests/s with memcached -t 1 " +
+				"(both at the same `-m`).",
+			"`items` and `stats MB` are `curr_items` and `bytes` from the server's `stats` after the measured phase; " +
+				"`RSS/item` is server RSS over curr_items (it includes the process's fixed overhead).",
+		},
+		XLabel:     "workload",
+		Bars:       true,
+		MemoryMB:   mem,
+		Baseline:   MemcachedTarget(1).Name,
+		Targets:    HitRatioTargets(),
+		PlotPhases: []string{"measured"},
+		HitPhases:  []string{"warmup", "measured"},
+		Columns: []Column{
+			colHit("hit ratio", "measured"), colHitDiff("hit vs mc", "measured"), colHit("warm-up hit", "warmup"),
+			colRate("req/s", "measured"), colRatio("vs mc", "measured"),
+			colLat("get p99 µs", "measured", func(l LatAgg) float64 { return l.P99Us }),
+			colStat("items", "measured", "curr_items", 1), colStat("stats MB", "measured", "bytes", 1<<20),
+			colRSS("measured"), colRSSPerItem("measured"), colErrors("warmup", "measured"),
+		},
+		LatencyPhase: "measured",
+		Points: []Point{{
+			Label: "zipf 0.99", X: 1,
+			Phases: []Phase{mk("warmup", 1, true), mk("measured", 2, false)},
+		}},
+	}
 }

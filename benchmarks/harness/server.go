@@ -118,6 +118,32 @@ func (s *Server) Flush() error {
 	return c.FlushAll()
 }
 
+// Stats sends "stats" and returns the named fields that parse as numbers;
+// fields the server does not report are left out.
+func (s *Server) Stats(names []string) (map[string]float64, error) {
+	c, err := loadgen.Dial(s.Addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	all, err := c.Stats()
+	if err != nil {
+		return nil, err
+	}
+	return pickStats(all, names), nil
+}
+
+// pickStats keeps the named numeric fields of a stats reply.
+func pickStats(all map[string]string, names []string) map[string]float64 {
+	out := make(map[string]float64, len(names))
+	for _, n := range names {
+		if v, err := strconv.ParseFloat(all[n], 64); err == nil {
+			out[n] = v
+		}
+	}
+	return out
+}
+
 // Alive reports whether the process is still running.
 func (s *Server) Alive() bool {
 	select {

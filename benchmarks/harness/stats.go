@@ -1,8 +1,12 @@
 package harness
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tandemcache/tandem/benchmarks/loadgen"
 )
@@ -74,6 +78,21 @@ type Measurement struct {
 	ClientCPUPct float64                    `json:"client_cpu_pct"` // the harness process itself
 	ServerRSSKB  int64                      `json:"server_rss_kb"`
 	ServerHWMKB  int64                      `json:"server_peak_rss_kb"`
+	// Stats holds the server's "stats" fields the phase asked for, read
+	// after it.
+	Stats map[string]float64 `json:"server_stats,omitempty"`
+}
+
+// statsString renders stats as "name=value ..." in name order.
+func statsString(st map[string]float64) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(st)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", k, strconv.FormatFloat(st[k], 'f', -1, 64))
+	}
+	return b.String()
 }
 
 // LatAgg holds per-operation latency medians over repetitions, in µs.
@@ -91,6 +110,7 @@ type PhaseAgg struct {
 	ElapsedMs    Stat              `json:"elapsed_ms"`
 	ReadKBps     Stat              `json:"read_kb_per_sec"` // value bytes read per second / 1024
 	HitRatio     float64           `json:"hit_ratio"`
+	HitPct       Stat              `json:"hit_pct"` // hit ratio in percent, with its spread
 	Latency      map[string]LatAgg `json:"latency"`
 	ServerCPUPct Stat              `json:"server_cpu_pct"`
 	ClientCPUPct Stat              `json:"client_cpu_pct"`
@@ -101,6 +121,11 @@ type PhaseAgg struct {
 	// -t); 0 when there is no baseline.
 	Ratio    float64 `json:"ratio_vs_memcached,omitempty"`
 	Baseline string  `json:"baseline,omitempty"`
+	// HitDiff is HitRatio minus the baseline's, valid when Baseline is set.
+	HitDiff float64 `json:"hit_ratio_minus_baseline,omitempty"`
+	// Stats are the medians of the server stats fields read after the
+	// phase.
+	Stats map[string]Stat `json:"server_stats,omitempty"`
 }
 
 // MainLatency returns the latency of the phase's dominant operation: get if
@@ -134,7 +159,11 @@ func aggregate(ms []Measurement) *PhaseAgg {
 	a := &PhaseAgg{Latency: map[string]LatAgg{}}
 	var rps, el, kb, scpu, ccpu, hr []float64
 	lat := map[string][]loadgen.Summary{}
+	srvStats := map[string][]float64{}
 	for _, m := range ms {
+		for k, v := range m.Stats {
+			srvStats[k] = append(srvStats[k], v)
+		}
 		rps = append(rps, m.ReqPerSec)
 		el = append(el, m.ElapsedSec*1e3)
 		if m.ElapsedSec > 0 {
@@ -152,7 +181,19 @@ func aggregate(ms []Measurement) *PhaseAgg {
 	}
 	a.ReqPerSec, a.ElapsedMs, a.ReadKBps = NewStat(rps), NewStat(el), NewStat(kb)
 	a.ServerCPUPct, a.ClientCPUPct = NewStat(scpu), NewStat(ccpu)
-	a.HitRatio = math.Round(NewStat(hr).Median*1e4) / 1e4
+	// NewStat rounds to 0.1: take the ratio's median before scaling it.
+	slices.Sort(hr)
+	a.HitRatio = math.Round(median(hr)*1e4) / 1e4
+	for i := range hr {
+		hr[i] *= 100
+	}
+	a.HitPct = NewStat(hr)
+	for k, vs := range srvStats {
+		if a.Stats == nil {
+			a.Stats = map[string]Stat{}
+		}
+		a.Stats[k] = NewStat(vs)
+	}
 	for op, ss := range lat {
 		med := func(f func(loadgen.Summary) float64) float64 {
 			vs := make([]float64, len(ss))
@@ -173,8 +214,9 @@ func aggregate(ms []Measurement) *PhaseAgg {
 }
 
 // Aggregate builds the rows of sc from raw measurements: one per target and
-// point (in target, then point order), with ratios against the memcached
-// target of equal -t when it was measured.
+// point (in target, then point order), with ratios against the baseline
+// when it was measured: sc.Baseline, or else the memcached target of equal
+// -t.
 func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 	type key struct{ target, point, phase string }
 	by := map[key][]Measurement{}
@@ -199,7 +241,10 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 		}
 	}
 	for _, r := range rows {
-		base := MemcachedTarget(r.Target.Threads).Name
+		base := sc.Baseline
+		if base == "" {
+			base = MemcachedTarget(r.Target.Threads).Name
+		}
 		b, ok := index[[2]string{base, r.Point}]
 		if !ok {
 			continue
@@ -208,6 +253,7 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 			if ba, ok := b.Phases[name]; ok && ba.ReqPerSec.Median > 0 {
 				a.Ratio = a.ReqPerSec.Median / ba.ReqPerSec.Median
 				a.Baseline = base
+				a.HitDiff = math.Round((a.HitRatio-ba.HitRatio)*1e4) / 1e4
 			}
 		}
 	}

@@ -85,3 +85,57 @@ func TestAggregateMediansAndRatios(t *testing.T) {
 		t.Errorf("target without a memcached at its -t got ratio %v", l.Phase("get").Ratio)
 	}
 }
+
+func TestAggregateHitRatioStatsAndBaseline(t *testing.T) {
+	sc := &Scenario{Baseline: "memcached-t1", Points: []Point{{Label: "z", Phases: []Phase{{Name: "m", Report: true}}}}}
+	mc, pool := MemcachedTarget(1), TandemTarget("pool", 2, 0)
+	mk := func(target string, hit, items float64) Measurement {
+		m := meas(target, "z", "m", 100, 1)
+		m.HitRatio, m.Stats = hit, map[string]float64{"curr_items": items}
+		return m
+	}
+	runs := []Measurement{
+		mk(mc.Name, 0.7771, 1000), mk(mc.Name, 0.7793, 1010), mk(mc.Name, 0.7780, 990),
+		mk(pool.Name, 0.8040, 2000), mk(pool.Name, 0.8050, 2000), mk(pool.Name, 0.8010, 2100),
+	}
+	rows := Aggregate(sc, []Target{pool, mc}, runs)
+	p := rows[0].Phase("m")
+	if p.Baseline != mc.Name || p.Ratio != 1 {
+		t.Errorf("pool -t 2 compared with %q ratio %v, want the scenario's baseline %s", p.Baseline, p.Ratio, mc.Name)
+	}
+	if p.HitRatio != 0.804 || p.HitDiff != 0.026 {
+		t.Errorf("hit ratio %v diff %v, want 0.804 and +0.026", p.HitRatio, p.HitDiff)
+	}
+	if p.HitPct != (Stat{Median: 80.4, Min: 80.1, Max: 80.5, N: 3}) {
+		t.Errorf("hit pct %+v", p.HitPct)
+	}
+	if got := p.Stats["curr_items"]; got.Median != 2000 || got.N != 3 {
+		t.Errorf("curr_items %+v, want median 2000 over 3", got)
+	}
+	cells := []struct {
+		c    Column
+		want string
+	}{
+		{colHit("h", "m"), "0.804 ±0.002"},
+		{colHitDiff("d", "m"), "+0.026"},
+		{colStat("i", "m", "curr_items", 1), "2,000"},
+		{colStat("b", "m", "nope", 1), "–"},
+		{colHit("h", "absent"), "–"},
+	}
+	for _, tc := range cells {
+		if got := tc.c.Cell(rows[0]); got != tc.want {
+			t.Errorf("%s cell %q, want %q", tc.c.Header, got, tc.want)
+		}
+	}
+}
+
+func TestPickAndFormatStats(t *testing.T) {
+	got := pickStats(map[string]string{"curr_items": "129400", "bytes": "18632000", "version": "1.6.18", "x": "oops"},
+		[]string{"curr_items", "bytes", "x", "missing"})
+	if len(got) != 2 || got["curr_items"] != 129400 || got["bytes"] != 18632000 {
+		t.Errorf("pickStats = %v", got)
+	}
+	if s := statsString(got); s != "bytes=18632000 curr_items=129400" {
+		t.Errorf("statsString = %q", s)
+	}
+}

@@ -19,6 +19,12 @@ type Target struct {
 	Mode    string `json:"mode,omitempty"` // tandem: pool, inline or goroutine
 	Threads int    `json:"threads"`        // -t: event loops / worker threads
 	Workers int    `json:"workers,omitempty"`
+	// WorkerWrites adds tandem's --worker-writes (pool mode: workers write
+	// replies themselves while nothing is queued on the loop).
+	WorkerWrites bool `json:"worker_writes,omitempty"`
+	// MemoryMB, when > 0, is this target's -m instead of the run's
+	// ServerLimits.MemoryMB (a scenario that measures eviction sets it).
+	MemoryMB int `json:"memory_mb,omitempty"`
 }
 
 // TandemTarget returns the tandem target for mode at -t threads; workers > 0
@@ -29,6 +35,13 @@ func TandemTarget(mode string, threads, workers int) Target {
 		name += fmt.Sprintf("-w%d", workers)
 	}
 	return Target{Name: name, Kind: KindTandem, Mode: mode, Threads: threads, Workers: workers}
+}
+
+// WithWorkerWrites returns t with --worker-writes, named with a "-ww" suffix.
+func (t Target) WithWorkerWrites() Target {
+	t.WorkerWrites = true
+	t.Name += "-ww"
+	return t
 }
 
 // MemcachedTarget returns the real memcached at -t threads.
@@ -57,13 +70,17 @@ type ServerLimits struct {
 }
 
 // Args returns the command-line arguments (without the binary) that start t
-// on 127.0.0.1:port.
+// on 127.0.0.1:port. t.MemoryMB, when set, replaces lim.MemoryMB.
 func (t Target) Args(port int, lim ServerLimits) []string {
+	mem := lim.MemoryMB
+	if t.MemoryMB > 0 {
+		mem = t.MemoryMB
+	}
 	a := []string{
 		"-p", strconv.Itoa(port),
 		"-l", "127.0.0.1",
 		"-t", strconv.Itoa(t.Threads),
-		"-m", strconv.Itoa(lim.MemoryMB),
+		"-m", strconv.Itoa(mem),
 		"-c", strconv.Itoa(lim.MaxConns),
 	}
 	switch t.Kind {
@@ -71,6 +88,9 @@ func (t Target) Args(port int, lim ServerLimits) []string {
 		a = append(a, "--mode", t.Mode)
 		if t.Workers > 0 {
 			a = append(a, "--workers", strconv.Itoa(t.Workers))
+		}
+		if t.WorkerWrites {
+			a = append(a, "--worker-writes")
 		}
 	case KindMemcached:
 		a = append(a, "-U", "0")

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTargetArgs(t *testing.T) {
@@ -24,6 +25,15 @@ func TestTargetArgs(t *testing.T) {
 	mc := MemcachedTarget(2).Args(1234, lim)
 	if !slices.Contains(mc, "-U") || (os.Geteuid() == 0) != slices.Contains(mc, "-u") {
 		t.Errorf("memcached args %q: want -U 0, and -u root only as root", mc)
+	}
+	ww := TandemTarget("pool", 2, 0).WithWorkerWrites()
+	ww.MemoryMB = 20
+	if got, want := strings.Join(ww.Args(1234, lim), " "),
+		"-p 1234 -l 127.0.0.1 -t 2 -m 20 -c 100 --mode pool --worker-writes"; ww.Name != "tandem-pool-t2-ww" || got != want {
+		t.Errorf("%s args %q, want tandem-pool-t2-ww with %q", ww.Name, got, want)
+	}
+	if !slices.Contains(FairnessTargets(), TandemTarget("pool", 2, 0).WithWorkerWrites()) {
+		t.Error("fairness lacks tandem-pool-t2-ww")
 	}
 	if n := len(DefaultTargets()); n != 8 {
 		t.Errorf("default matrix has %d targets, want 8", n)
@@ -96,6 +106,66 @@ func TestScenarioDefinitions(t *testing.T) {
 	}
 	if _, err := selectScenarios(Quick, []string{"nope"}); !errors.Is(err, ErrNoScenario) {
 		t.Errorf("unknown scenario: err = %v", err)
+	}
+}
+
+func TestScenarioMemoryLimit(t *testing.T) {
+	o := Options{TargetFilter: []string{"memcached", "inline"}}
+	o.fill()
+	sc := hitRatio(Default)
+	ts := o.targetsFor(&sc)
+	if len(ts) != 2 {
+		t.Fatalf("targets %+v, want inline-t1 and memcached-t1", ts)
+	}
+	for _, tg := range ts {
+		if tg.MemoryMB != 20 || !strings.Contains(strings.Join(tg.Args(1, o.Limits), " "), "-m 20 ") {
+			t.Errorf("%s: -m %d, args %q; want the scenario's -m 20", tg.Name, tg.MemoryMB, tg.Args(1, o.Limits))
+		}
+	}
+	if rep := newReport(&sc, &o, Machine{}, nil, nil, time.Now()); rep.Limits.MemoryMB != 20 {
+		t.Errorf("report limits %+v, want -m 20", rep.Limits)
+	}
+	own := Scenario{Targets: []Target{{Name: "x", MemoryMB: 7}}, MemoryMB: 20}
+	if got := o.targetsFor(&own); len(got) != 0 {
+		t.Errorf("filter ignored: %+v", got)
+	}
+	o.TargetFilter = nil
+	if got := o.targetsFor(&own); got[0].MemoryMB != 7 {
+		t.Errorf("a target's own -m was overridden: %+v", got)
+	}
+	plain := fairness(Default)
+	for _, tg := range o.targetsFor(&plain) {
+		if tg.MemoryMB != 0 {
+			t.Errorf("fairness target %s got -m %d, want the run's", tg.Name, tg.MemoryMB)
+		}
+	}
+}
+
+func TestHitRatioScenario(t *testing.T) {
+	for _, tc := range []struct {
+		p     Profile
+		keys  uint64
+		n     int64
+		memMB int
+	}{{Quick, 100_000, 200_000, 2}, {Default, 1_000_000, 4_000_000, 20}} {
+		sc := hitRatio(tc.p)
+		if sc.MemoryMB != tc.memMB || sc.Baseline != "memcached-t1" {
+			t.Errorf("%s: -m %d baseline %q", tc.p, sc.MemoryMB, sc.Baseline)
+		}
+		ph := sc.Points[0].Phases
+		if len(ph) != 2 || !ph[0].Flush || ph[1].Flush || len(ph[1].Stats) == 0 {
+			t.Fatalf("%s: phases %+v: want a flushed warm-up, then a measured phase with stats", tc.p, ph)
+		}
+		for _, x := range ph {
+			c := x.Load
+			if c.Workload != "lookaside" || c.Dist != "zipf" || c.ZipfS != 0.99 || c.Keys != tc.keys ||
+				c.Requests != tc.n || c.Conns != 16 || c.Depth != 8 || c.ValueSizes[0] != 100 || !c.Verify {
+				t.Errorf("%s/%s: %+v", tc.p, x.Name, c)
+			}
+		}
+		if ph[0].Load.KeySeed == ph[1].Load.KeySeed || ph[0].Load.Seed != ph[1].Load.Seed {
+			t.Errorf("%s: the measured phase must draw fresh keys over the same values", tc.p)
+		}
 	}
 }
 

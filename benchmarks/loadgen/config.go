@@ -47,7 +47,11 @@ type Config struct {
 	// of them, picked by a hash of the key.
 	ValueSizes []int  `json:"value_sizes"`
 	Verify     bool   `json:"verify"` // check every value read against Values
-	Seed       uint64 `json:"seed"`
+	Seed       uint64 `json:"seed"`   // value contents; also the key streams when KeySeed is 0
+	// KeySeed, when not 0, seeds the key streams and the set:get draws
+	// instead of Seed, leaving the values alone: a second run over data an
+	// earlier run stored can draw fresh keys and still verify every value.
+	KeySeed uint64 `json:"key_seed,omitempty"`
 
 	DialTimeout time.Duration `json:"dial_timeout_ns"`
 	IOTimeout   time.Duration `json:"io_timeout_ns"` // bound on every write and reply read

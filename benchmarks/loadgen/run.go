@@ -147,7 +147,11 @@ func (st *run) claim(want int) int {
 
 func (st *run) newWorker(id int, c *Conn) *worker {
 	cfg := st.cfg
-	r := rand.New(rand.NewPCG(cfg.Seed, uint64(id)+1))
+	seed := cfg.Seed
+	if cfg.KeySeed != 0 {
+		seed = cfg.KeySeed
+	}
+	r := rand.New(rand.NewPCG(seed, uint64(id)+1))
 	w := &worker{
 		id:      id,
 		st:      st,

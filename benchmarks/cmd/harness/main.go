@@ -44,7 +44,7 @@ func run(args []string, stderr io.Writer) int {
 		tandemBin = fs.String("tandem-bin", "", "use this tandem binary instead of building ./cmd/tandem")
 		mcBin     = fs.String("memcached-bin", "", "memcached binary (default: from PATH)")
 		noInstall = fs.Bool("no-install", false, "do not apt-get install memcached when it is missing")
-		memMB     = fs.Int("memory-mb", 1024, "-m given to every server, in MB")
+		memMB     = fs.Int("memory-mb", 1024, "-m given to every server, in MB (a scenario with its own -m, hitratio, keeps it)")
 		maxConns  = fs.Int("max-conns", 4096, "-c given to every server")
 		srvCPUs   = fs.String("server-cpus", "", "pin servers to these CPUs (taskset -c list, e.g. 0)")
 		cliCPUs   = fs.String("client-cpus", "", "pin the harness and its load generator to these CPUs (re-executes under taskset -c)")

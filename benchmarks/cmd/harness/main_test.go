@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +30,18 @@ func TestQuickAgainstMemcached(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, log.String())
 	}
-	for _, name := range harness.ScenarioNames() {
+	for _, sc := range harness.Scenarios(harness.Quick) {
+		name := sc.Name
+		want := "memcached-t1,memcached-t2"
+		if sc.Targets != nil {
+			var mcs []string
+			for _, tg := range sc.Targets {
+				if tg.Kind == harness.KindMemcached {
+					mcs = append(mcs, tg.Name)
+				}
+			}
+			want = strings.Join(mcs, ",")
+		}
 		b, err := os.ReadFile(filepath.Join(out, name+".json"))
 		if err != nil {
 			t.Fatal(err)
@@ -38,8 +50,8 @@ func TestQuickAgainstMemcached(t *testing.T) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			t.Fatalf("%s.json: %v", name, err)
 		}
-		if got := strings.Join(r.Measured(), ","); got != "memcached-t1,memcached-t2" {
-			t.Errorf("%s: measured %q", name, got)
+		if got := strings.Join(r.Measured(), ","); got != want {
+			t.Errorf("%s: measured %q, want %q", name, got, want)
 		}
 		if len(r.Rows) == 0 || len(r.Plots) == 0 {
 			t.Errorf("%s: %d rows, %d plots", name, len(r.Rows), len(r.Plots))
@@ -50,6 +62,9 @@ func TestQuickAgainstMemcached(t *testing.T) {
 					t.Errorf("%s %s %s %s: %d errors, %+v", name, row.Target.Name, row.Point, phase, a.Errors, a.ReqPerSec)
 				}
 			}
+		}
+		if name == "hitratio" {
+			checkHitRatio(t, &r)
 		}
 		csv, err := os.ReadFile(filepath.Join(out, name+"-runs.csv"))
 		if err != nil || strings.Count(string(csv), "\n") < 3 {
@@ -71,5 +86,32 @@ func TestFlags(t *testing.T) {
 	}
 	if code := run([]string{"--help"}, &log); code != 2 || !strings.Contains(log.String(), "-server-cpus") {
 		t.Errorf("--help: exit %d\n%s", code, log.String())
+	}
+}
+
+// checkHitRatio checks scenario 6's report: memcached at the scenario's -m,
+// a plausible hit ratio below 1 (the cache holds ~10% of the keys), and the
+// server's item count from stats.
+func checkHitRatio(t *testing.T, r *harness.Report) {
+	t.Helper()
+	if r.Limits.MemoryMB != 2 || len(r.Targets) == 0 || !slices.Contains(r.Targets[0].Command, "2") {
+		t.Errorf("hitratio: limits %+v, command %q: want -m 2", r.Limits, r.Targets[0].Command)
+	}
+	if len(r.Rows) != 1 {
+		t.Fatalf("hitratio: %d rows, want 1", len(r.Rows))
+	}
+	m := r.Rows[0].Phase("measured")
+	if m.HitRatio <= 0.3 || m.HitRatio >= 0.99 || m.HitPct.N != 1 {
+		t.Errorf("hitratio: measured hit ratio %v (%+v)", m.HitRatio, m.HitPct)
+	}
+	if w := r.Rows[0].Phase("warmup"); w.HitRatio <= 0 || w.HitRatio > m.HitRatio+0.05 {
+		t.Errorf("hitratio: warm-up hit ratio %v against measured %v", w.HitRatio, m.HitRatio)
+	}
+	items := m.Stats["curr_items"].Median
+	if items < 1000 || items > 100_000 || m.Stats["bytes"].Median <= 0 || m.Stats["limit_maxbytes"].Median != 2<<20 {
+		t.Errorf("hitratio: stats %+v", m.Stats)
+	}
+	if !slices.Contains(r.Plots, "hitratio-hits.png") {
+		t.Errorf("hitratio: plots %v", r.Plots)
 	}
 }

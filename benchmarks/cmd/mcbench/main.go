@@ -48,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.ZipfS, "zipf-s", cfg.ZipfS, "Zipf exponent s (> 0) for -dist zipf")
 	fs.BoolVar(&cfg.Verify, "verify", cfg.Verify, "verify every value read (content is a function of the key)")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed (keys and value contents)")
+	fs.Uint64Var(&cfg.KeySeed, "key-seed", 0, "seed of the key streams only (0 = -seed): a second run over data stored by a first draws fresh keys and still verifies")
 	fs.DurationVar(&cfg.IOTimeout, "io-timeout", cfg.IOTimeout, "bound on each write and reply read")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: mcbench [flags]\n\nA closed-loop memcached text-protocol load generator.\n\n")

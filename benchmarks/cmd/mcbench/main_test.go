@@ -71,7 +71,7 @@ func TestAgainstMemcached(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	var out, errb bytes.Buffer
 	code := run([]string{"-addr", addr, "-c", "2", "-d", "4", "-n", "2000", "-keys", "500", "-preload", "-flush",
-		"-workload", "lookaside", "-dist", "zipf", "-json", jsonPath, "-strict", "-progress=false"}, &out, &errb)
+		"-workload", "lookaside", "-dist", "zipf", "-key-seed", "3", "-json", jsonPath, "-strict", "-progress=false"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
@@ -79,7 +79,7 @@ func TestAgainstMemcached(t *testing.T) {
 		t.Errorf("preloaded look-aside run should hit every time:\n%s\n%s", out.String(), errb.String())
 	}
 	b, err := os.ReadFile(jsonPath)
-	if err != nil || !strings.Contains(string(b), `"req_per_sec"`) {
+	if err != nil || !strings.Contains(string(b), `"req_per_sec"`) || !strings.Contains(string(b), `"key_seed": 3`) {
 		t.Errorf("json: %v\n%s", err, b)
 	}
 }
