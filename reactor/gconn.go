@@ -23,6 +23,11 @@ type gconn struct {
 	c          gnet.Conn
 	sess       Session
 	lastActive atomic.Int64 // unix nanoseconds of the last traffic
+	// lastCmd is when the connection last completed a request (or opened),
+	// in unix nanoseconds; set only with an idle timeout, which it drives:
+	// like memcached's idle_timeout it counts time since the last command,
+	// so a client trickling a partial command byte by byte is still idle.
+	lastCmd atomic.Int64
 
 	req protocol.Request // loop-owned scratch request (inline mode)
 	out []byte           // loop-owned reply buffer (inline mode)
@@ -86,6 +91,14 @@ func (gc *gconn) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	return executeSafely(gc.sess, r, out, gc.s.log, &gc.s.panics)
 }
 
+// progressed records that the connection completed a request, for the
+// idle timeout.
+func (gc *gconn) progressed() {
+	if gc.s.cfg.IdleTimeout > 0 {
+		gc.lastCmd.Store(time.Now().UnixNano())
+	}
+}
+
 // waitForBytes reports whether the parser needs more bytes than are
 // buffered, so that a large value still arriving is not re-parsed on every
 // read (gnet's Peek copies the whole buffer each time).
@@ -129,9 +142,17 @@ func (gc *gconn) runInline() gnet.Action {
 			continue
 		}
 		out, closeConn = gc.execute(&gc.req, out)
+		if len(out)+gc.c.OutboundBuffered() > gc.s.cfg.MaxOutput {
+			// One read of pipelined requests can ask for far more than the
+			// cap (gets of a large value): stop before buffering it all.
+			gc.s.overflow.Add(1)
+			gc.out = nil
+			return gnet.Close
+		}
 	}
 	if off > 0 {
 		_, _ = gc.c.Discard(off)
+		gc.progressed()
 	}
 	if len(out) > 0 {
 		_, _ = gc.c.Write(out)
@@ -206,6 +227,7 @@ func (gc *gconn) frame() gnet.Action {
 			b.reqs[i].Rebase(buf, to)
 		}
 		_, _ = gc.c.Discard(off)
+		gc.progressed()
 	}
 	if len(b.reqs) == 0 {
 		b.since = time.Time{}
@@ -268,6 +290,12 @@ func (gc *gconn) drain() {
 		closeConn := false
 		for i := range b.reqs {
 			out, closeConn = gc.execute(&b.reqs[i], out)
+			if len(out) > gc.s.cfg.MaxOutput {
+				// The batch asks for more output than the cap (pipelined gets
+				// of a large value): drop it and close rather than buffer it.
+				gc.s.overflow.Add(1)
+				out, closeConn = out[:0], true
+			}
 			if closeConn {
 				break
 			}

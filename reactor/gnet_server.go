@@ -140,6 +140,7 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	gc := newGconn(s, c)
 	gc.lastActive.Store(s.cfg.activityNow())
+	gc.progressed()
 	c.SetContext(gc)
 	s.connMu.Lock()
 	s.conns[gc] = struct{}{}
@@ -178,13 +179,15 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	return gc.runInline()
 }
 
-// OnTick closes idle connections.
+// OnTick closes connections that completed no request for the idle timeout:
+// idle ones, and ones stalled mid-request (a slowloris client) or stuck
+// behind output their peer does not read.
 func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 	timeout := s.cfg.IdleTimeout
 	now := time.Now().UnixNano()
 	s.connMu.Lock()
 	for gc := range s.conns {
-		if now-gc.lastActive.Load() > int64(timeout) {
+		if now-gc.lastCmd.Load() > int64(timeout) {
 			delete(s.conns, gc)
 			s.idleClosed.Add(1)
 			_ = gc.c.Close()

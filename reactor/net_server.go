@@ -159,6 +159,17 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	start, end := 0, 0
 	lat := newLatencySampler(int(s.total.Load()))
 	var t0 time.Time // when the sampled input arrived
+	// With an idle timeout, a read must complete a request within it of the
+	// last one (memcached's idle_timeout counts from the last command, so a
+	// client trickling a partial command is idle too), and a write must make
+	// progress within it (a peer that stops reading is stalled).
+	idle := s.cfg.IdleTimeout
+	lastCmd := time.Now()
+	armWrite := func() {
+		if idle > 0 {
+			_ = c.SetWriteDeadline(time.Now().Add(idle))
+		}
+	}
 	for {
 		// Execute every complete request in the buffer.
 		closeConn := false
@@ -169,12 +180,16 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 				break
 			}
 			start += n
+			if idle > 0 {
+				lastCmd = time.Now()
+			}
 			if req.Cmd == protocol.CmdNone {
 				continue
 			}
 			out, closeConn = executeSafely(sess, &req, out, s.log, &s.panics)
 			ran = true
 			if len(out) >= netReadSize {
+				armWrite()
 				if _, err := w.Write(out); err != nil {
 					return
 				}
@@ -182,6 +197,7 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			}
 		}
 		if len(out) > 0 {
+			armWrite()
 			if _, err := w.Write(out); err != nil {
 				return
 			}
@@ -190,6 +206,7 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 		if cap(out) > maxKeptBuffer {
 			out = nil
 		}
+		armWrite()
 		if err := w.Flush(); err != nil || closeConn {
 			return
 		}
@@ -218,8 +235,8 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			end = copy(nb, buf[start:end])
 			start, buf = 0, nb
 		}
-		if s.cfg.IdleTimeout > 0 {
-			_ = c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if idle > 0 {
+			_ = c.SetReadDeadline(lastCmd.Add(idle))
 		}
 		n, err := c.Read(buf[end:])
 		if n == 0 && err != nil {

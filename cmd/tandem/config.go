@@ -36,6 +36,8 @@ type Config struct {
 	IdleTimeout      time.Duration
 	ReusePort        bool
 	WorkerWrites     bool
+	MaxConnOutput    int // per-connection cap on unsent replies, bytes
+	MaxConnInput     int // per-connection cap on unparsed input, bytes
 	PidFile          string
 	ShowVersion      bool
 	MetricsListen    string
@@ -95,8 +97,11 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.DisableCAS, "disable-cas", "C", false, "report CAS uniques as 0")
 	fs.StringVarP(&c.Protocol, "protocol", "B", "auto", "binding protocol: auto, ascii or binary")
 	fs.IntVarP(&c.ReqsPerEvent, "max-reqs-per-event", "R", 20, "accepted for memcached compatibility (tandem runs every complete request of a read)")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 0, "close connections idle for this long (e.g. 30s; 0 = never; memcached -o idle_timeout=SECONDS)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 0, "close connections that complete no request for this long: idle, trickling a partial request, or not reading their replies (e.g. 30s; 0 = never; memcached -o idle_timeout=SECONDS)")
 	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
+	var connOutput, connInput string
+	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose unsent replies exceed this (bytes, k/m suffix): a client that pipelines requests without reading")
+	fs.StringVar(&connInput, "max-conn-input", "64m", "close a connection whose unparsed input exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that by default)")
 	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "pool mode: workers write replies to the socket themselves while nothing is queued on the loop (saves a loop hop per batch)")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file")
 	fs.BoolVarP(&c.ShowVersion, "version", "V", false, "print the version and exit")
@@ -122,6 +127,16 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, fmt.Errorf("-I: %w", err)
 	}
 	c.MaxItemSize = size
+	if c.MaxConnOutput, err = parseSize(connOutput); err != nil {
+		return nil, fs, fmt.Errorf("--max-conn-output: %w", err)
+	}
+	if c.MaxConnInput, err = parseSize(connInput); err != nil {
+		return nil, fs, fmt.Errorf("--max-conn-input: %w", err)
+	}
+	if !fs.Changed("max-conn-input") {
+		// A value of -I bytes must fit in the input buffer.
+		c.MaxConnInput = max(c.MaxConnInput, c.MaxItemSize+64<<10)
+	}
 	if err := c.applyExtended(); err != nil {
 		return nil, fs, err
 	}
@@ -211,6 +226,12 @@ func (c *Config) Validate() error {
 	}
 	if c.IdleTimeout < 0 {
 		errs = append(errs, errors.New("--idle-timeout: must not be negative"))
+	}
+	if c.MaxConnOutput < 64<<10 {
+		errs = append(errs, fmt.Errorf("--max-conn-output: must be at least 64k, got %d", c.MaxConnOutput))
+	}
+	if c.MaxConnInput < c.MaxItemSize+64<<10 {
+		errs = append(errs, fmt.Errorf("--max-conn-input: must be at least -I + 64k (%d), got %d", c.MaxItemSize+64<<10, c.MaxConnInput))
 	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {

@@ -115,6 +115,8 @@ func serve(cfg *Config) int {
 		IdleTimeout:  cfg.IdleTimeout,
 		ReusePort:    cfg.ReusePort,
 		WorkerWrites: cfg.WorkerWrites,
+		MaxOutput:    cfg.MaxConnOutput,
+		MaxInput:     cfg.MaxConnInput,
 		Logger:       base,
 
 		ObserveLatency: met.latencyObserver(),

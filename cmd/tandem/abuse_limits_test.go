@@ -1,0 +1,611 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Limits and abuse: each test runs a bounded hostile load against every
+// mode and checks that tandem keeps serving everyone else, closes the
+// abusers, and keeps its descriptors and memory bounded.
+
+// TestConnectionFlood opens -c + 100 connections (the extra ones must get
+// "ERROR Too many open connections" and be closed while the first -c keep
+// working), then churns through 10,000 opens in all (2,000 with -short)
+// with abrupt resets and half-sent commands, and checks that the server's
+// descriptor count returns to its baseline.
+func TestConnectionFlood(t *testing.T) {
+	total := 10_000
+	if testing.Short() {
+		total = 2_000
+	}
+	forModes(t, func(t *testing.T, mode string) {
+		const limit = 50
+		s := startServer(t, mode, "-c", strconv.Itoa(limit), "-t", "2")
+		pid := s.pid()
+		if _, err := serverStats(s.Addr, ""); err != nil { // a first connection warms up the server
+			t.Fatal(err)
+		}
+		var base int
+		waitFor(5*time.Second, func() bool {
+			a := procFDs(t, pid)
+			time.Sleep(50 * time.Millisecond)
+			base = procFDs(t, pid)
+			return a == base
+		})
+		t.Logf("baseline: %d descriptors", base)
+
+		// -c connections, each proven accepted by a round trip.
+		kept := make([]net.Conn, 0, limit)
+		for i := 0; i < limit; i++ {
+			c := dial(t, s.Addr)
+			if got := roundTrip(t, c, "version\r\n", len(sentinelReply)); got != sentinelReply {
+				t.Fatalf("connection %d of %d: %q", i+1, limit, got)
+			}
+			kept = append(kept, c)
+		}
+		// 100 more at once: each is refused with memcached's line and closed.
+		var wg sync.WaitGroup
+		var refusedOK atomic.Int64
+		errc := make(chan error, 100)
+		for i := 0; i < 100; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, closed, err := readToClose(s.Addr, "")
+				if err != nil {
+					errc <- err
+					return
+				}
+				if got != string(tooManyConnsLine) || !closed {
+					errc <- fmt.Errorf("connection over the limit got %q (closed=%v)", got, closed)
+					return
+				}
+				refusedOK.Add(1)
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Error(err)
+		}
+		if t.Failed() {
+			return
+		}
+		for i, c := range kept {
+			if got := roundTrip(t, c, "version\r\n", len(sentinelReply)); got != sentinelReply {
+				t.Fatalf("kept connection %d after the flood: %q", i, got)
+			}
+			c.Close()
+		}
+
+		// Churn through the rest of the opens, 16 at a time.
+		opens := limit + 100
+		var next atomic.Int64
+		next.Store(int64(opens))
+		var accepted, refused atomic.Int64
+		errc = make(chan error, 16)
+		deadline := time.Now().Add(3 * time.Minute)
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					n := next.Add(1)
+					if n > int64(total) || time.Now().After(deadline) {
+						return
+					}
+					ok, err := churnOnce(s.Addr, int(n))
+					if err != nil {
+						errc <- fmt.Errorf("open %d: %w", n, err)
+						return
+					}
+					if ok {
+						accepted.Add(1)
+					} else {
+						refused.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Error(err)
+		}
+		done := min(int(next.Load())-1, total)
+		t.Logf("%d opens: %d refused at the limit in the flood, %d churned (%d refused while earlier closes were in flight)",
+			done, refusedOK.Load(), accepted.Load()+refused.Load(), refused.Load())
+		if done < total {
+			t.Errorf("only %d of %d opens within the time bound", done, total)
+		}
+		if !s.alive() {
+			t.Fatalf("server died: %v\n%s", s.err, s.Log())
+		}
+		var now int
+		if !waitFor(15*time.Second, func() bool { now = procFDs(t, pid); return now <= base }) {
+			t.Errorf("descriptors did not return to the baseline: %d now, %d before (leak)", now, base)
+		}
+		c := dial(t, s.Addr)
+		if got := roundTrip(t, c, "version\r\n", len(sentinelReply)); got != sentinelReply {
+			t.Fatalf("after the flood: %q", got)
+		}
+	})
+}
+
+var tooManyConnsLine = []byte("ERROR Too many open connections\r\n")
+
+// readToClose dials, writes req, and reads until the server closes or 10 s
+// pass.
+func readToClose(addr, req string) (string, bool, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", false, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if req != "" {
+		_, _ = io.WriteString(c, req)
+	}
+	got, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return string(got), false, nil
+	}
+	return string(got), true, nil
+}
+
+// churnOnce opens one connection and uses it in one of several ways,
+// some of them rude. It reports whether the connection was accepted (false:
+// refused at the limit, which can happen while earlier closes are still
+// being processed).
+func churnOnce(addr string, n int) (bool, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return false, err
+	}
+	tc := c.(*net.TCPConn)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer c.Close()
+	switch n % 5 {
+	case 0, 1: // a round trip, then a normal close or a reset
+		if n%5 == 1 {
+			_ = tc.SetLinger(0)
+		}
+		if _, err := io.WriteString(c, "version\r\n"); err != nil {
+			return false, err
+		}
+		buf := make([]byte, len(tooManyConnsLine))
+		got, err := io.ReadAtLeast(c, buf, len(sentinelReply))
+		switch {
+		case string(buf[:got]) == sentinelReply:
+			return true, nil
+		case strings.HasPrefix(string(tooManyConnsLine), string(buf[:got])):
+			return false, nil
+		}
+		return false, fmt.Errorf("reply %q, %v", buf[:got], err)
+	case 2: // half a command, then a reset
+		_ = tc.SetLinger(0)
+		_, _ = io.WriteString(c, "set churn 0 0 10\r\nabc")
+	case 3: // open and reset at once
+		_ = tc.SetLinger(0)
+	case 4: // a pipelined batch, close without reading
+		_, _ = io.WriteString(c, strings.Repeat("get churn\r\n", 50))
+	}
+	return true, nil
+}
+
+// TestSlowReader pipelines gets of a 512 KiB value (2 GiB of replies) on a
+// connection that never reads. The server must close it past the output cap
+// (gnet modes; goroutine mode blocks in write, which bounds memory by
+// itself, and closes the stalled connection after --idle-timeout), its RSS
+// must stay bounded, and another client must keep being served.
+func TestSlowReader(t *testing.T) {
+	forModes(t, func(t *testing.T, mode string) {
+		const outCap = 4 << 20
+		s := startServerBin(t, plainBinary(t), mode, "-t", "2", "--max-conn-output", strconv.Itoa(outCap), "--idle-timeout", "3s")
+		pid := s.pid()
+		big := strings.Repeat("b", 512<<10)
+		c := dial(t, s.Addr)
+		if got := roundTrip(t, c, "set big 0 0 "+strconv.Itoa(len(big))+"\r\n"+big+"\r\nset small 0 0 5\r\nhello\r\n", 16); got != "STORED\r\nSTORED\r\n" {
+			t.Fatalf("set: %q", got)
+		}
+		rss0 := procRSS(t, pid)
+
+		attacker, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer attacker.Close()
+		_ = attacker.(*net.TCPConn).SetReadBuffer(4 << 10)
+		go func() {
+			_ = attacker.SetWriteDeadline(time.Now().Add(20 * time.Second))
+			_, _ = io.WriteString(attacker, strings.Repeat("get big\r\n", 4000))
+		}()
+
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var peak atomic.Int64
+		wg.Add(1)
+		go func() { // RSS sampler
+			defer wg.Done()
+			for {
+				if r, err := readRSS(pid); err == nil && r > peak.Load() {
+					peak.Store(r)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+		var lat []time.Duration
+		var victimErr error
+		wg.Add(1)
+		go func() { // a well-behaved client
+			defer wg.Done()
+			const want = "VALUE small 0 5\r\nhello\r\nEND\r\n"
+			buf := make([]byte, len(want))
+			for {
+				start := time.Now()
+				_ = c.SetDeadline(start.Add(10 * time.Second))
+				if _, err := io.WriteString(c, "get small\r\n"); err != nil {
+					victimErr = err
+					return
+				}
+				n, err := io.ReadFull(c, buf)
+				lat = append(lat, time.Since(start))
+				if err != nil || string(buf) != want {
+					victimErr = fmt.Errorf("victim got %q, %v", buf[:n], err)
+					return
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+
+		// The attacker is closed once the server holds no connection but the
+		// victim's (and the stats probe's own).
+		closed := waitFor(15*time.Second, func() bool {
+			st, err := serverStats(s.Addr, "")
+			return err == nil && st["curr_connections"] == "2"
+		})
+		time.Sleep(200 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		if !closed {
+			t.Errorf("the slow reader was not closed within 15 s")
+		}
+		if victimErr != nil {
+			t.Error(victimErr)
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		if len(lat) == 0 {
+			t.Fatal("the victim made no request")
+		}
+		p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+		growth := peak.Load() - rss0
+		t.Logf("RSS %d MiB before, peak %d MiB (+%d MiB); victim: %d gets, p50 %v, p99 %v, max %v",
+			rss0>>20, peak.Load()>>20, growth>>20, len(lat), p50, p99, worst)
+		if limit := int64(64<<20 + 4*outCap); growth > limit {
+			t.Errorf("RSS grew by %d MiB under a slow reader, more than %d MiB", growth>>20, limit>>20)
+		}
+		if worst > 2*time.Second {
+			t.Errorf("a well-behaved client waited %v for a get while another connection was abusive", worst)
+		}
+	})
+}
+
+// TestSlowloris trickles partial commands byte by byte, never finishing
+// one: --idle-timeout must close such connections (memcached's -o
+// idle_timeout counts time since the last command, not the last byte) and
+// silent ones, while a connection that keeps sending commands and one that
+// pauses briefly before its first command are served.
+func TestSlowloris(t *testing.T) {
+	forModes(t, func(t *testing.T, mode string) {
+		s := startServer(t, mode, "--idle-timeout", "2s")
+		type result struct {
+			name   string
+			closed bool
+			after  time.Duration
+			err    error
+		}
+		results := make(chan result, 5)
+		// trickle writes one byte of text every 100 ms for at most 6 s and
+		// reports whether and when the server closed the connection.
+		trickle := func(name, text string) {
+			c, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+			if err != nil {
+				results <- result{name: name, err: err}
+				return
+			}
+			defer c.Close()
+			start := time.Now()
+			eof := make(chan struct{})
+			go func() {
+				_ = c.SetReadDeadline(time.Now().Add(7 * time.Second))
+				_, _ = io.Copy(io.Discard, c)
+				close(eof)
+			}()
+			for i := 0; time.Since(start) < 6*time.Second; i++ {
+				select {
+				case <-eof:
+					results <- result{name: name, closed: true, after: time.Since(start)}
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				_, _ = c.Write([]byte{text[i%len(text)]})
+			}
+			results <- result{name: name}
+		}
+		go trickle("command line trickled byte by byte", "get "+strings.Repeat("k", 200))
+		go trickle("value trickled byte by byte", "set loris 0 0 1000\r\n"+strings.Repeat("v", 200))
+		go func() { // connected, silent
+			start := time.Now()
+			got, closed, err := readToClose(s.Addr, "")
+			results <- result{name: "silent connection", closed: closed && got == "", err: err, after: time.Since(start)}
+		}()
+		go func() { // a command every 300 ms: never idle
+			c, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+			if err != nil {
+				results <- result{name: "active client", err: err}
+				return
+			}
+			defer c.Close()
+			r := bufio.NewReader(c)
+			start := time.Now()
+			for time.Since(start) < 5*time.Second {
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := io.WriteString(c, "version\r\n"); err != nil {
+					results <- result{name: "active client", closed: true, after: time.Since(start)}
+					return
+				}
+				if line, err := r.ReadString('\n'); err != nil || line != sentinelReply {
+					results <- result{name: "active client", closed: true, after: time.Since(start)}
+					return
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			results <- result{name: "active client"}
+		}()
+		go func() { // pauses 800 ms before its first command
+			c, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+			if err != nil {
+				results <- result{name: "late first command", err: err}
+				return
+			}
+			defer c.Close()
+			time.Sleep(800 * time.Millisecond)
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.WriteString(c, "version\r\n")
+			buf := make([]byte, len(sentinelReply))
+			_, err = io.ReadFull(c, buf)
+			results <- result{name: "late first command", closed: err != nil || string(buf) != sentinelReply}
+		}()
+		wantClosed := map[string]bool{
+			"command line trickled byte by byte": true,
+			"value trickled byte by byte":        true,
+			"silent connection":                  true,
+			"active client":                      false,
+			"late first command":                 false,
+		}
+		for range wantClosed {
+			r := <-results
+			if r.err != nil {
+				t.Errorf("%s: %v", r.name, r.err)
+				continue
+			}
+			if r.closed != wantClosed[r.name] {
+				t.Errorf("%s: closed=%v after %v, want closed=%v", r.name, r.closed, r.after, wantClosed[r.name])
+				continue
+			}
+			if r.closed {
+				t.Logf("%s: closed after %v", r.name, r.after.Round(10*time.Millisecond))
+			}
+		}
+	})
+}
+
+// TestMemorySoak stores values of random sizes totalling 20 times -m (5
+// times with -short) from 4 pipelining clients: "stats bytes" must never
+// exceed limit_maxbytes and the server's RSS must stay under 1.5 x -m +
+// 64 MiB. It measures a binary built without the race detector.
+func TestMemorySoak(t *testing.T) {
+	factor := 20
+	if testing.Short() {
+		factor = 5
+	}
+	forModes(t, func(t *testing.T, mode string) {
+		// Log-uniform sizes from 16 B to 256 KiB: most items are small, most
+		// bytes are in large ones.
+		runSoak(t, mode, factor, 16, 256<<10, 1.5)
+	})
+}
+
+// TestMemorySoakSmallValues is the soak with values of 50 to 150 bytes, where
+// tandem's per-item overhead dominates: docs/operations.md documents about
+// 2.4 x -m of RSS for 100-byte values, above the 1.5 x -m + 64 MiB the other
+// soak holds, so this one checks 3 x -m + 64 MiB and logs the ratio. It
+// stores 5 times -m (2 times with -short).
+func TestMemorySoakSmallValues(t *testing.T) {
+	factor := 5
+	if testing.Short() {
+		factor = 2
+	}
+	forModes(t, func(t *testing.T, mode string) {
+		runSoak(t, mode, factor, 50, 150, 3)
+	})
+}
+
+// runSoak stores factor x -m bytes in values of minSize to maxSize bytes
+// (log-uniform) and checks stats bytes and that RSS stays under
+// rssFactor x -m + 64 MiB.
+func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssFactor float64) {
+	const mb = 32
+	s := startServerBin(t, plainBinary(t), mode, "-m", strconv.Itoa(mb), "-t", "2")
+	pid := s.pid()
+	limit := int64(rssFactor*float64(mb<<20)) + 64<<20
+	target := int64(factor) * mb << 20
+
+	payload := make([]byte, maxSize)
+	rand.New(rand.NewSource(3)).Read(payload)
+	for i := range payload {
+		payload[i] = 'a' + payload[i]%26
+	}
+	var sent atomic.Int64
+	var peakRSS atomic.Int64
+	var maxBytes atomic.Uint64
+	var statErr atomic.Value
+	stop := make(chan struct{})
+	var samplers sync.WaitGroup
+	samplers.Add(1)
+	go func() {
+		defer samplers.Done()
+		for i := 0; ; i++ {
+			if r, err := readRSS(pid); err == nil && r > peakRSS.Load() {
+				peakRSS.Store(r)
+			}
+			if i%8 == 0 {
+				st, err := serverStats(s.Addr, "")
+				if err != nil {
+					statErr.Store(err)
+				} else {
+					b, _ := strconv.ParseUint(st["bytes"], 10, 64)
+					lim, _ := strconv.ParseUint(st["limit_maxbytes"], 10, 64)
+					if b > maxBytes.Load() {
+						maxBytes.Store(b)
+					}
+					if b > lim {
+						statErr.Store(fmt.Errorf("stats bytes %d > limit_maxbytes %d", b, lim))
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	deadline := time.Now().Add(3 * time.Minute)
+	start := time.Now()
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			if err := soakClient(s.Addr, payload, minSize, int64(w), &sent, target, deadline); err != nil {
+				errc <- fmt.Errorf("client %d: %w", w, err)
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(stop)
+	samplers.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	if err, _ := statErr.Load().(error); err != nil {
+		t.Error(err)
+	}
+	st, err := serverStats(s.Addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stored %d MiB (%dx -m %d) in %v: peak RSS %d MiB = %.2f x -m (limit %d MiB), peak stats bytes %d of %s, %s items, %s evictions",
+		sent.Load()>>20, sent.Load()/(mb<<20), mb, time.Since(start).Round(time.Millisecond), peakRSS.Load()>>20,
+		float64(peakRSS.Load())/float64(mb<<20), limit>>20, maxBytes.Load(), st["limit_maxbytes"], st["curr_items"], st["evictions"])
+	if sent.Load() < target {
+		t.Errorf("only %d of %d MiB stored within the time bound", sent.Load()>>20, target>>20)
+	}
+	if peakRSS.Load() > limit {
+		t.Errorf("peak RSS %d MiB exceeds %.1f x -m + 64 MiB = %d MiB", peakRSS.Load()>>20, rssFactor, limit>>20)
+	}
+}
+
+// soakClient pipelines sets of log-uniform sizes (minSize to len(payload))
+// in batches of 8 until sent reaches target.
+func soakClient(addr string, payload []byte, minSize int, seed int64, sent *atomic.Int64, target int64, deadline time.Time) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	w := bufio.NewWriterSize(c, 64<<10)
+	rng := rand.New(rand.NewSource(seed))
+	for sent.Load() < target && time.Now().Before(deadline) {
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		for i := 0; i < 8; i++ {
+			size := int(math.Exp(rng.Float64()*math.Log(float64(len(payload))/float64(minSize))) * float64(minSize))
+			off := rng.Intn(len(payload) - size + 1)
+			fmt.Fprintf(w, "set soak:%d 0 0 %d\r\n", rng.Intn(2_000_000), size)
+			_, _ = w.Write(payload[off : off+size])
+			_, _ = w.WriteString("\r\n")
+			sent.Add(int64(size))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		for i := 0; i < 8; i++ {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return err
+			}
+			if line != "STORED\r\n" {
+				return fmt.Errorf("set: %q", line)
+			}
+		}
+	}
+	return nil
+}
+
+// TestConnCapFlags checks the validation of the per-connection caps.
+func TestConnCapFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // part of the error; "" when the flags are valid
+	}{
+		{"defaults", nil, ""},
+		{"output cap too small", []string{"--max-conn-output", "1k"}, "--max-conn-output"},
+		{"output cap not a size", []string{"--max-conn-output", "lots"}, "--max-conn-output"},
+		{"input cap below -I", []string{"-I", "2m", "--max-conn-input", "1m"}, "--max-conn-input"},
+		{"input cap follows a large -I", []string{"-I", "100m", "-m", "1024"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseFlags(tc.args)
+			if err == nil {
+				err = cfg.Validate()
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("flags %q: %v, want valid", tc.args, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("flags %q: %v, want an error mentioning %s", tc.args, err, tc.want)
+			}
+			if tc.want == "" && cfg.MaxConnInput < cfg.MaxItemSize+64<<10 {
+				t.Fatalf("flags %q: input cap %d below -I %d", tc.args, cfg.MaxConnInput, cfg.MaxItemSize)
+			}
+		})
+	}
+}

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Helpers shared by the reliability, abuse, transcript and linearizability
+// tests: process inspection through /proc, stats, and a conversation driver
+// that tells a reply from a closed or desynchronised connection.
+
+// pid is the server's process id.
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// alive reports whether the server process is still running.
+func (s *server) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// procFDs counts the open file descriptors of process pid.
+func procFDs(t testing.TB, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatalf("reading /proc/%d/fd: %v", pid, err)
+	}
+	return len(ents)
+}
+
+// procRSS returns the resident set size of process pid in bytes.
+func procRSS(t testing.TB, pid int) int64 {
+	t.Helper()
+	rss, err := readRSS(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rss
+}
+
+// readRSS reads VmRSS from /proc/<pid>/status; safe from any goroutine.
+func readRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("VmRSS line %q: %w", sc.Text(), err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// serverStats fetches "stats" (or "stats <group>") on a fresh connection.
+func serverStats(addr string, group string) (map[string]string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	cmd := "stats\r\n"
+	if group != "" {
+		cmd = "stats " + group + "\r\n"
+	}
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return nil, err
+	}
+	st := map[string]string{}
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("reading stats: %w", err)
+		}
+		line = strings.TrimSuffix(line, "\r\n")
+		if line == "END" {
+			return st, nil
+		}
+		f := strings.SplitN(line, " ", 3)
+		if len(f) != 3 || f[0] != "STAT" {
+			return nil, fmt.Errorf("unexpected stats line %q", line)
+		}
+		st[f[1]] = f[2]
+	}
+}
+
+// statUint reads one numeric stat.
+func statUint(t testing.TB, st map[string]string, name string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(st[name], 10, 64)
+	if err != nil {
+		t.Fatalf("stat %s = %q: %v", name, st[name], err)
+	}
+	return v
+}
+
+// waitFor polls cond every 20 ms until it holds or timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// streamState is what a connection did after the reply to a request.
+type streamState int
+
+const (
+	// inSync: the sentinel sent after the request was answered at once.
+	inSync streamState = iota
+	// closedConn: the server closed the connection.
+	closedConn
+	// swallowed: the server neither answered the sentinel nor closed (it is
+	// still reading a declared value, which swallows the sentinel).
+	swallowed
+)
+
+func (s streamState) String() string {
+	return [...]string{"in sync", "closed", "swallowing"}[s]
+}
+
+// conversation is the outcome of one request on a fresh connection.
+type conversation struct {
+	reply string // bytes before the sentinel's reply (all bytes when closed or swallowed)
+	state streamState
+}
+
+// writeStyle says how a request is cut into writes.
+type writeStyle int
+
+const (
+	// writeWhole sends the request with one write.
+	writeWhole writeStyle = iota
+	// writeTiny sends it in writes of 1 to 3 bytes (Nagle off), so the
+	// server sees it split at nearly every offset.
+	writeTiny
+)
+
+// converse opens a connection to addr, writes the segments of req (pausing
+// 100 ms between segments) in the given style followed by the sentinel, and
+// reads until the sentinel's reply, a close, or quiet ms without a byte once
+// everything was written. Writing and reading run concurrently so that a
+// large request cannot deadlock against the replies it produces.
+func converse(addr string, segments []string, style writeStyle, quiet time.Duration) (conversation, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return conversation{}, err
+	}
+	defer c.Close()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	written := make(chan struct{})
+	var writtenAt time.Time // set before written is closed
+	go func() {
+		defer close(written)
+		defer func() { writtenAt = time.Now() }()
+		for i, seg := range segments {
+			if i > 0 {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if writeChunks(c, seg, style) != nil {
+				return // the server closed: the reader sees it
+			}
+		}
+		_, _ = io.WriteString(c, sentinel)
+	}()
+	var got bytes.Buffer
+	buf := make([]byte, 64<<10)
+	hardStop := time.Now().Add(60 * time.Second)
+	for {
+		if bytes.HasSuffix(got.Bytes(), []byte(sentinelReply)) {
+			<-written
+			return conversation{reply: string(got.Bytes()[:got.Len()-len(sentinelReply)]), state: inSync}, nil
+		}
+		deadline := time.Now().Add(quiet)
+		select {
+		case <-written:
+		default:
+			deadline = time.Now().Add(5 * time.Second) // still writing: not quiet yet
+		}
+		_ = c.SetReadDeadline(minTime(deadline, hardStop))
+		n, err := c.Read(buf)
+		got.Write(buf[:n])
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			if time.Now().After(hardStop) {
+				return conversation{reply: got.String(), state: swallowed}, fmt.Errorf("no end after 60s")
+			}
+			select {
+			case <-written:
+				if time.Since(writtenAt) >= quiet {
+					return conversation{reply: got.String(), state: swallowed}, nil
+				}
+			default:
+			}
+			continue
+		}
+		// EOF or reset: closed. Unblock the writer.
+		c.Close()
+		<-written
+		return conversation{reply: got.String(), state: closedConn}, nil
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// writeChunks writes s whole or in tiny pieces.
+func writeChunks(c net.Conn, s string, style writeStyle) error {
+	if style == writeWhole || len(s) == 0 {
+		_, err := io.WriteString(c, s)
+		return err
+	}
+	for i := 0; i < len(s); {
+		n := min(1+i%3, len(s)-i)
+		if _, err := io.WriteString(c, s[i:i+n]); err != nil {
+			return err
+		}
+		i += n
+		if i%16 == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return nil
+}
+
+// escapeTranscript renders b as the body of a transcript "> " or "< " line
+// (see protocol/testdata/transcripts/README.md), so that a divergence can be
+// pasted into a transcript file as a regression case.
+func escapeTranscript(b string) string {
+	var sb strings.Builder
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '\r':
+			sb.WriteString(`\r`)
+		case c == '\n':
+			sb.WriteString(`\n`)
+		case c == '\t':
+			sb.WriteString(`\t`)
+		case c == '"':
+			sb.WriteString(`\"`)
+		case c == '\\':
+			sb.WriteString(`\\`)
+		case c == ' ' && (i == 0 || i == len(b)-1):
+			sb.WriteString(`\x20`)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&sb, `\x%02x`, c)
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	return sb.String()
+}
+
+// transcriptCase renders a request and memcached's reply as a transcript
+// case, one reply line per "< " line.
+func transcriptCase(name, req, reply string, closed bool) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "=== %s\n> %s\n", name, escapeTranscript(req))
+	for _, line := range strings.SplitAfter(reply, "\n") {
+		if line != "" {
+			fmt.Fprintf(&sb, "< %s\n", escapeTranscript(line))
+		}
+	}
+	if closed {
+		sb.WriteString("! close\n")
+	}
+	return sb.String()
+}
+
+var (
+	plainBinOnce sync.Once
+	plainBin     string
+	plainBinErr  error
+)
+
+// plainBinary returns a tandem binary built without the race detector, for
+// tests that measure the server's memory: the race detector's shadow memory
+// multiplies RSS. Without -race it is the shared test binary.
+func plainBinary(t testing.TB) string {
+	t.Helper()
+	if !raceEnabled {
+		return binPath
+	}
+	plainBinOnce.Do(func() {
+		plainBin = filepath.Join(filepath.Dir(binPath), "tandem-norace")
+		out, err := exec.Command("go", "build", "-o", plainBin, ".").CombinedOutput()
+		if err != nil {
+			plainBinErr = fmt.Errorf("building tandem without -race: %v\n%s", err, out)
+		}
+	})
+	if plainBinErr != nil {
+		t.Fatal(plainBinErr)
+	}
+	return plainBin
+}
+
+// startServerBin is startServer with another tandem binary (see plainBinary).
+func startServerBin(t testing.TB, bin, mode string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"-p", "0", "-l", "127.0.0.1", "--mode", mode, "--log-format", "json"}, extra...)
+	cmd := exec.Command(bin, args...)
+	pr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, cmd: cmd, exited: make(chan struct{})}
+	addrc := make(chan string, 1)
+	go s.readLog(pr, addrc)
+	go func() { s.err = cmd.Wait(); close(s.exited) }()
+	select {
+	case s.Addr = <-addrc:
+	case <-s.exited:
+		t.Fatalf("tandem %v exited before listening: %v\n%s", args, s.err, s.Log())
+	case <-time.After(20 * time.Second):
+		s.Kill()
+		t.Fatalf("tandem %v did not start listening\n%s", args, s.Log())
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
