@@ -213,103 +213,110 @@ func churnOnce(addr string, n int) (bool, error) {
 // itself, and closes the stalled connection after --idle-timeout), its RSS
 // must stay bounded, and another client must keep being served.
 func TestSlowReader(t *testing.T) {
-	forModes(t, func(t *testing.T, mode string) {
-		const outCap = 4 << 20
-		s := startServerBin(t, plainBinary(t), mode, "-t", "2", "--max-conn-output", strconv.Itoa(outCap), "--idle-timeout", "3s")
-		pid := s.pid()
-		big := strings.Repeat("b", 512<<10)
-		c := dial(t, s.Addr)
-		if got := roundTrip(t, c, "set big 0 0 "+strconv.Itoa(len(big))+"\r\n"+big+"\r\nset small 0 0 5\r\nhello\r\n", 16); got != "STORED\r\nSTORED\r\n" {
-			t.Fatalf("set: %q", got)
-		}
-		rss0 := procRSS(t, pid)
-
-		attacker, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer attacker.Close()
-		_ = attacker.(*net.TCPConn).SetReadBuffer(4 << 10)
-		go func() {
-			_ = attacker.SetWriteDeadline(time.Now().Add(20 * time.Second))
-			_, _ = io.WriteString(attacker, strings.Repeat("get big\r\n", 4000))
-		}()
-
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var peak atomic.Int64
-		wg.Add(1)
-		go func() { // RSS sampler
-			defer wg.Done()
-			for {
-				if r, err := readRSS(pid); err == nil && r > peak.Load() {
-					peak.Store(r)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}()
-		var lat []time.Duration
-		var victimErr error
-		wg.Add(1)
-		go func() { // a well-behaved client
-			defer wg.Done()
-			const want = "VALUE small 0 5\r\nhello\r\nEND\r\n"
-			buf := make([]byte, len(want))
-			for {
-				start := time.Now()
-				_ = c.SetDeadline(start.Add(10 * time.Second))
-				if _, err := io.WriteString(c, "get small\r\n"); err != nil {
-					victimErr = err
-					return
-				}
-				n, err := io.ReadFull(c, buf)
-				lat = append(lat, time.Since(start))
-				if err != nil || string(buf) != want {
-					victimErr = fmt.Errorf("victim got %q, %v", buf[:n], err)
-					return
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
-		}()
-
-		// The attacker is closed once the server holds no connection but the
-		// victim's (and the stats probe's own).
-		closed := waitFor(15*time.Second, func() bool {
-			st, err := serverStats(s.Addr, "")
-			return err == nil && st["curr_connections"] == "2"
-		})
-		time.Sleep(200 * time.Millisecond)
-		close(stop)
-		wg.Wait()
-		if !closed {
-			t.Errorf("the slow reader was not closed within 15 s")
-		}
-		if victimErr != nil {
-			t.Error(victimErr)
-		}
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		if len(lat) == 0 {
-			t.Fatal("the victim made no request")
-		}
-		p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
-		growth := peak.Load() - rss0
-		t.Logf("RSS %d MiB before, peak %d MiB (+%d MiB); victim: %d gets, p50 %v, p99 %v, max %v",
-			rss0>>20, peak.Load()>>20, growth>>20, len(lat), p50, p99, worst)
-		if limit := int64(64<<20 + 4*outCap); growth > limit {
-			t.Errorf("RSS grew by %d MiB under a slow reader, more than %d MiB", growth>>20, limit>>20)
-		}
-		if worst > 2*time.Second {
-			t.Errorf("a well-behaved client waited %v for a get while another connection was abusive", worst)
-		}
+	forModes(t, func(t *testing.T, mode string) { slowReader(t, mode) })
+	t.Run("pool-worker-writes", func(t *testing.T) {
+		t.Parallel()
+		slowReader(t, "pool", "--worker-writes")
 	})
+}
+
+func slowReader(t *testing.T, mode string, extra ...string) {
+	const outCap = 4 << 20
+	args := append([]string{"-t", "2", "--max-conn-output", strconv.Itoa(outCap), "--idle-timeout", "3s"}, extra...)
+	s := startServerBin(t, plainBinary(t), mode, args...)
+	pid := s.pid()
+	big := strings.Repeat("b", 512<<10)
+	c := dial(t, s.Addr)
+	if got := roundTrip(t, c, "set big 0 0 "+strconv.Itoa(len(big))+"\r\n"+big+"\r\nset small 0 0 5\r\nhello\r\n", 16); got != "STORED\r\nSTORED\r\n" {
+		t.Fatalf("set: %q", got)
+	}
+	rss0 := procRSS(t, pid)
+
+	attacker, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attacker.Close()
+	_ = attacker.(*net.TCPConn).SetReadBuffer(4 << 10)
+	go func() {
+		_ = attacker.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		_, _ = io.WriteString(attacker, strings.Repeat("get big\r\n", 4000))
+	}()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var peak atomic.Int64
+	wg.Add(1)
+	go func() { // RSS sampler
+		defer wg.Done()
+		for {
+			if r, err := readRSS(pid); err == nil && r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	var lat []time.Duration
+	var victimErr error
+	wg.Add(1)
+	go func() { // a well-behaved client
+		defer wg.Done()
+		const want = "VALUE small 0 5\r\nhello\r\nEND\r\n"
+		buf := make([]byte, len(want))
+		for {
+			start := time.Now()
+			_ = c.SetDeadline(start.Add(10 * time.Second))
+			if _, err := io.WriteString(c, "get small\r\n"); err != nil {
+				victimErr = err
+				return
+			}
+			n, err := io.ReadFull(c, buf)
+			lat = append(lat, time.Since(start))
+			if err != nil || string(buf) != want {
+				victimErr = fmt.Errorf("victim got %q, %v", buf[:n], err)
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+
+	// The attacker is closed once the server holds no connection but the
+	// victim's (and the stats probe's own).
+	closed := waitFor(15*time.Second, func() bool {
+		st, err := serverStats(s.Addr, "")
+		return err == nil && st["curr_connections"] == "2"
+	})
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if !closed {
+		t.Errorf("the slow reader was not closed within 15 s")
+	}
+	if victimErr != nil {
+		t.Error(victimErr)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) == 0 {
+		t.Fatal("the victim made no request")
+	}
+	p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	growth := peak.Load() - rss0
+	t.Logf("RSS %d MiB before, peak %d MiB (+%d MiB); victim: %d gets, p50 %v, p99 %v, max %v",
+		rss0>>20, peak.Load()>>20, growth>>20, len(lat), p50, p99, worst)
+	if limit := int64(64<<20 + 4*outCap); growth > limit {
+		t.Errorf("RSS grew by %d MiB under a slow reader, more than %d MiB", growth>>20, limit>>20)
+	}
+	if worst > 2*time.Second {
+		t.Errorf("a well-behaved client waited %v for a get while another connection was abusive", worst)
+	}
 }
 
 // TestSlowloris trickles partial commands byte by byte, never finishing

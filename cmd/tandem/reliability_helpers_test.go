@@ -172,6 +172,18 @@ const (
 // everything was written. Writing and reading run concurrently so that a
 // large request cannot deadlock against the replies it produces.
 func converse(addr string, segments []string, style writeStyle, quiet time.Duration) (conversation, error) {
+	return converseWith(addr, segments, style, quiet, sentinel, sentinelReply)
+}
+
+// binarySentinel is a binary-protocol noop with opaque 0xdeadbeef, and
+// binarySentinelReply its reply: the sentinel of binary connections.
+const (
+	binarySentinel      = "\x80\x0a\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xde\xad\xbe\xef\x00\x00\x00\x00\x00\x00\x00\x00"
+	binarySentinelReply = "\x81\x0a\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xde\xad\xbe\xef\x00\x00\x00\x00\x00\x00\x00\x00"
+)
+
+// converseWith is converse with another sentinel request and reply.
+func converseWith(addr string, segments []string, style writeStyle, quiet time.Duration, sentinel, sentinelReply string) (conversation, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return conversation{}, err
