@@ -350,6 +350,13 @@ func plainBinary(t testing.TB) string {
 func startServerBin(t testing.TB, bin, mode string, extra ...string) *server {
 	t.Helper()
 	args := append([]string{"-p", "0", "-l", "127.0.0.1", "--mode", mode, "--log-format", "json"}, extra...)
+	return startServerArgs(t, bin, args...)
+}
+
+// startServerArgs runs bin with exactly args and waits until it listens;
+// args must include "--log-format json", which carries the bound address.
+func startServerArgs(t testing.TB, bin string, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	pr, err := cmd.StderrPipe()
 	if err != nil {
