@@ -24,7 +24,7 @@ import (
 // porcupine's HTML visualization to the test's temp directory (or to
 // -tandem.lin.viz, which keeps it).
 var (
-	linOps = flag.Int("tandem.lin.ops", 200, "operations per client in TestLinearizability (-short: half)")
+	linOps = flag.Int("tandem.lin.ops", 500, "operations per client in TestLinearizability (-short: half)")
 	linViz = flag.String("tandem.lin.viz", "", "write porcupine's visualization of every checked history to this directory")
 )
 
@@ -198,8 +198,9 @@ func TestLinearizability(t *testing.T) {
 	if testing.Short() {
 		ops /= 2
 	}
-	forModes(t, func(t *testing.T, mode string) {
-		s := startServer(t, mode, "-t", "2", "--workers", "3")
+	forVariants(t, func(t *testing.T, v serverVariant) {
+		mode := v.name
+		s := startServer(t, v.mode, append([]string{"-t", "2", "--workers", "3"}, v.extra...)...)
 		history := recordHistory(t, s.Addr, int64(len(mode)), ops)
 		res, info := porcupine.CheckOperationsVerbose(linModel, history, time.Minute)
 		dir := *linViz

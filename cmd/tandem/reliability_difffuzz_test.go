@@ -65,13 +65,13 @@ func TestDiffFuzz(t *testing.T) {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d, %d commands per mode (rerun with -tandem.difffuzz.seed=%d)", seed, n, seed)
-	forModes(t, func(t *testing.T, mode string) {
+	forVariants(t, func(t *testing.T, v serverVariant) {
 		// No LRU maintainer or crawler: their threads briefly hold item
 		// references, and memcached writes a shrunk counter in place (padded
 		// with spaces) only when nothing else holds the item, so they make
 		// its replies racy.
 		mc := startMemcached(t, "-m", "1024", "-o", "no_lru_crawler,no_lru_maintainer")
-		s := startServer(t, mode, "-m", "1024", "-t", "2", "--workers", "2")
+		s := startServer(t, v.mode, append([]string{"-m", "1024", "-t", "2", "--workers", "2"}, v.extra...)...)
 		runDiffFuzz(t, s.Addr, mc.Addr, seed, n)
 	})
 }

@@ -380,3 +380,27 @@ func startServerArgs(t testing.TB, bin string, args ...string) *server {
 	t.Cleanup(s.Kill)
 	return s
 }
+
+// serverVariant is a mode plus extra flags for tests that also cover pool
+// mode with --worker-writes (replies written by the workers themselves).
+type serverVariant struct {
+	name, mode string
+	extra      []string
+}
+
+var variants = []serverVariant{
+	{"pool", "pool", nil},
+	{"inline", "inline", nil},
+	{"goroutine", "goroutine", nil},
+	{"pool-worker-writes", "pool", []string{"--worker-writes"}},
+}
+
+// forVariants runs f as a parallel subtest per variant.
+func forVariants(t *testing.T, f func(t *testing.T, v serverVariant)) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, v)
+		})
+	}
+}
