@@ -132,8 +132,14 @@ func (p *Parser) parseGet(r *Request, cmd Command, line []byte, n, rest, next in
 	return next
 }
 
+// failKeys rejects a retrieval line with an overlong key. r.Keys keeps the
+// keys before it: memcached has already looked them up (counting hits,
+// bumping, touching for gat) when it meets the bad key, and only then
+// answers with an error and drops their values.
 func (p *Parser) failKeys(r *Request, cmd Command, next int) int {
-	r.Keys = r.Keys[:0]
+	if len(r.Keys) > 0 {
+		r.Key = r.Keys[0]
+	}
 	r.FailedCmd = cmd
 	return fail(r, errBadFormat, next)
 }

@@ -98,6 +98,11 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 	if e.Kind == protocol.ErrTooLarge && isStorage(r.FailedCmd) && len(r.Key) > 0 {
 		h.cfg.Cache.RejectTooLarge(storeModes[r.FailedCmd], r.Key)
 	}
+	if isRetrieval(r.FailedCmd) && len(r.Keys) > 0 {
+		// memcached looked up (and for gat touched) the keys before the bad
+		// one; their values are dropped from the reply.
+		h.discardLookups(r)
+	}
 	if r.FailedCmd == protocol.CmdFlushAll && h.cfg.DisableFlushAll {
 		// memcached checks -F before it parses the delay.
 		return reply(out, r.Noreply, protocol.ReplyFlushDisabled+"\r\n"), false
@@ -107,6 +112,28 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 	}
 	return protocol.AppendError(out, e), e.Close
 }
+
+func isRetrieval(c protocol.Command) bool {
+	return c >= protocol.CmdGet && c <= protocol.CmdGats
+}
+
+// discardLookups performs a failed retrieval's lookups for their side
+// effects only.
+func (h *Handler) discardLookups(r *protocol.Request) {
+	opt := cache.GetOptions{}
+	if r.FailedCmd == protocol.CmdGat || r.FailedCmd == protocol.CmdGats {
+		opt.Touch, opt.Exptime = true, r.Exptime
+	}
+	var scratch [0]byte
+	for _, k := range r.Keys {
+		h.cfg.Cache.Get(scratch[:0:0], k, opt, discardAppender{})
+	}
+}
+
+// discardAppender drops a hit's bytes.
+type discardAppender struct{}
+
+func (discardAppender) AppendItem(dst []byte, _ cache.Item) []byte { return dst }
 
 func isStorage(c protocol.Command) bool {
 	return c >= protocol.CmdSet && c <= protocol.CmdCas
