@@ -112,6 +112,18 @@ func startTest(t *testing.T, mode Mode, mod func(*Config)) Server {
 
 var allModes = []Mode{ModePool, ModeInline, ModeGoroutine}
 
+// variants are the modes plus pool mode with worker writes.
+var variants = []struct {
+	name string
+	mode Mode
+	mod  func(*Config)
+}{
+	{"pool", ModePool, nil},
+	{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
+	{"inline", ModeInline, nil},
+	{"goroutine", ModeGoroutine, nil},
+}
+
 func TestConfigValidate(t *testing.T) {
 	ok := func() Config {
 		return Config{Mode: ModeInline, Addr: "127.0.0.1:0", Loops: 1, MaxConns: 1, NewSession: func() Session { return lineSession{} }}
@@ -144,16 +156,6 @@ func TestConfigValidate(t *testing.T) {
 // connections through a 2-worker pool so connections park; every reply must
 // arrive in order.
 func TestOrderUnderParking(t *testing.T) {
-	variants := []struct {
-		name string
-		mode Mode
-		mod  func(*Config)
-	}{
-		{"pool", ModePool, nil},
-		{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
-		{"inline", ModeInline, nil},
-		{"goroutine", ModeGoroutine, nil},
-	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			srv := startTest(t, v.mode, v.mod)
@@ -286,16 +288,6 @@ func TestIdleTimeout(t *testing.T) {
 // read, so replies take the loop's buffered path (and, with worker writes,
 // the fallback from a direct write); order and content must hold.
 func TestLargeRepliesToASlowReader(t *testing.T) {
-	variants := []struct {
-		name string
-		mode Mode
-		mod  func(*Config)
-	}{
-		{"pool", ModePool, nil},
-		{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
-		{"inline", ModeInline, nil},
-		{"goroutine", ModeGoroutine, nil},
-	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			srv := startTest(t, v.mode, v.mod)

@@ -59,32 +59,10 @@ type server struct {
 }
 
 // startServer runs the binary on a free loopback port with the given mode and
-// extra flags, and waits until it listens.
+// extra flags, and waits until it listens (see startServerArgs).
 func startServer(t testing.TB, mode string, extra ...string) *server {
 	t.Helper()
-	args := append([]string{"-p", "0", "-l", "127.0.0.1", "--mode", mode, "--log-format", "json"}, extra...)
-	cmd := exec.Command(binPath, args...)
-	pr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{t: t, cmd: cmd, exited: make(chan struct{})}
-	addrc := make(chan string, 1)
-	go s.readLog(pr, addrc)
-	go func() { s.err = cmd.Wait(); close(s.exited) }()
-	select {
-	case s.Addr = <-addrc:
-	case <-s.exited:
-		t.Fatalf("tandem %v exited before listening: %v\n%s", args, s.err, s.Log())
-	case <-time.After(20 * time.Second):
-		s.Kill()
-		t.Fatalf("tandem %v did not start listening\n%s", args, s.Log())
-	}
-	t.Cleanup(s.Kill)
-	return s
+	return startServerBin(t, binPath, mode, extra...)
 }
 
 // readLog copies the server's log and reports the listening address.
