@@ -95,26 +95,41 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
 	_, it := s.findLocked(h, key)
-	if opt.Touch {
-		s.st.CmdTouch++
-	} else {
-		s.st.CmdGet++
-	}
+	s.countLookupLocked(opt.Touch, it != nil)
 	if it == nil {
-		if opt.Touch {
-			s.st.TouchMisses++
-		} else {
-			s.st.GetMisses++
-		}
 		return dst, false
 	}
 	if opt.Touch {
-		s.st.TouchHits++
 		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
-	} else {
-		s.st.GetHits++
 	}
-	view := Item{
+	view := baseView(c, it)
+	s.touchLocked(it)
+	return a.AppendItem(dst, view), true
+}
+
+// countLookupLocked counts one key looked up by a get (cmd_get, get_hits or
+// get_misses) or by a touching get (cmd_touch, touch_hits or touch_misses).
+func (s *shard) countLookupLocked(touch, hit bool) {
+	switch {
+	case touch && hit:
+		s.st.CmdTouch++
+		s.st.TouchHits++
+	case touch:
+		s.st.CmdTouch++
+		s.st.TouchMisses++
+	case hit:
+		s.st.CmdGet++
+		s.st.GetHits++
+	default:
+		s.st.CmdGet++
+		s.st.GetMisses++
+	}
+}
+
+// baseView is the view of it that classic gets hand to an Appender; call
+// with its shard locked.
+func baseView(c *Cache, it *item) Item {
+	return Item{
 		Key:        it.key(),
 		Value:      it.value(),
 		Flags:      it.flags,
@@ -123,8 +138,16 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 		LastAccess: int64(it.atime),
 		Fetched:    it.state&stFetched != 0,
 	}
-	s.touchLocked(it)
-	return a.AppendItem(dst, view), true
+}
+
+// viewLocked is baseView plus the meta protocol's state.
+func (s *shard) viewLocked(c *Cache, it *item) Item {
+	v := baseView(c, it)
+	v.Stale = it.state&stStale != 0
+	v.WinSentBefore = it.state&stTokenSent != 0
+	v.KeyBinary = it.state&stKeyBinary != 0
+	v.Now = s.now
+	return v
 }
 
 // Store performs a storage command. value is copied (the caller's slice may alias a network

@@ -34,11 +34,6 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
 	_, it := s.findLocked(h, key)
-	if opt.Touch {
-		s.st.CmdTouch++
-	} else {
-		s.st.CmdGet++
-	}
 	created := false
 	if it == nil && opt.Vivify {
 		it, _ = s.vivifyLocked(c, h, key, nil, opt.NewCAS)
@@ -47,18 +42,9 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 			it.state |= stKeyBinary
 		}
 	}
+	s.countLookupLocked(opt.Touch, it != nil)
 	if it == nil {
-		if opt.Touch {
-			s.st.TouchMisses++
-		} else {
-			s.st.GetMisses++
-		}
 		return dst, false
-	}
-	if opt.Touch {
-		s.st.TouchHits++
-	} else {
-		s.st.GetHits++
 	}
 	view := s.viewLocked(c, it)
 	view.Created = created
@@ -95,23 +81,6 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 		s.touchLocked(it)
 	}
 	return a.AppendItem(dst, view), true
-}
-
-// viewLocked returns the Appender view of a live item.
-func (s *shard) viewLocked(c *Cache, it *item) Item {
-	return Item{
-		Key:           it.key(),
-		Value:         it.value(),
-		Flags:         it.flags,
-		CAS:           c.visibleCAS(it.cas),
-		Exptime:       int64(it.exptime),
-		LastAccess:    int64(it.atime),
-		Fetched:       it.state&stFetched != 0,
-		Stale:         it.state&stStale != 0,
-		WinSentBefore: it.state&stTokenSent != 0,
-		KeyBinary:     it.state&stKeyBinary != 0,
-		Now:           s.now,
-	}
 }
 
 // vivifyLocked creates the missing key with value, no flags and no exptime, as mg N and ma N
