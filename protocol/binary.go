@@ -298,18 +298,10 @@ func (p *Parser) binSASL(buf []byte, r *Request, head, vlen int) int {
 		p.swallow = vlen
 		return head
 	}
-	if p.tooLarge(len(r.Key), 0, vlen) {
-		h.Status = StatusNoMemory
-		p.swallow = vlen
-		return head
+	end := p.binValue(buf, r, head, vlen, StatusNoMemory)
+	if end == 0 || h.Status != StatusOK {
+		return end
 	}
-	end := head + vlen
-	if len(buf) < end {
-		p.need = end
-		return 0
-	}
-	p.need = 0
-	r.Data = buf[head:end]
 	// PLAIN completes in one step; a step request never finds a started
 	// exchange to continue.
 	p.ext.authed = h.Cmd == OpSASLAuth && string(r.Key) == "PLAIN" && p.checkSASLPlain(r.Data)
