@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"fmt"
 	"strconv"
 	"syscall"
 
@@ -16,7 +17,7 @@ func (h *Handler) stats(r *protocol.Request, out []byte) []byte {
 	case "settings":
 		if h.cfg.Settings != nil {
 			for _, s := range h.cfg.Settings() {
-				out = appendStat(out, s.Name, s.Value)
+				out = protocol.AppendStatString(out, s.Name, s.Value)
 			}
 		}
 		return append(out, protocol.RespEnd...)
@@ -67,9 +68,9 @@ func (h *Handler) appendGeneralStats(out []byte) []byte {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 
-	u := func(name string, v uint64) { out = appendStat(out, name, strconv.FormatUint(v, 10)) }
-	i := func(name string, v int64) { out = appendStat(out, name, strconv.FormatInt(v, 10)) }
-	s := func(name, v string) { out = appendStat(out, name, v) }
+	u := func(name string, v uint64) { out = protocol.AppendStatUint(out, name, v) }
+	i := func(name string, v int64) { out = protocol.AppendStatInt(out, name, v) }
+	s := func(name, v string) { out = protocol.AppendStatString(out, name, v) }
 
 	i("pid", int64(h.pid))
 	i("uptime", int64(now.Sub(h.started).Seconds()))
@@ -130,22 +131,7 @@ func (h *Handler) appendGeneralStats(out []byte) []byte {
 	return out
 }
 
+// rusageSeconds formats a CPU time like memcached ("%ld.%06ld").
 func rusageSeconds(tv syscall.Timeval) string {
-	return strconv.FormatInt(int64(tv.Sec), 10) + "." + pad6(int64(tv.Usec))
-}
-
-func pad6(v int64) string {
-	s := strconv.FormatInt(v, 10)
-	for len(s) < 6 {
-		s = "0" + s
-	}
-	return s
-}
-
-func appendStat(out []byte, name, value string) []byte {
-	out = append(out, "STAT "...)
-	out = append(out, name...)
-	out = append(out, ' ')
-	out = append(out, value...)
-	return append(out, "\r\n"...)
+	return fmt.Sprintf("%d.%06d", tv.Sec, tv.Usec)
 }

@@ -48,7 +48,7 @@ func (h *Handler) statsExt(r *protocol.Request, out []byte) []byte {
 	case "sizes":
 		// memcached 1.6.18 tracks item sizes only with -o track_sizes, off by
 		// default; tandem has no such tracking.
-		out = appendStat(out, "sizes_status", "disabled")
+		out = protocol.AppendStatString(out, "sizes_status", "disabled")
 	default:
 		return append(out, protocol.RespError...)
 	}
@@ -82,7 +82,7 @@ func (h *Handler) appendItemsStats(out []byte) []byte {
 			{"evicted_unfetched", c.EvictedUnfetched},
 			{"tandem_byte_evictions", c.ByteEvictions},
 		} {
-			out = appendStat(out, prefix+f.name, strconv.FormatUint(f.v, 10))
+			out = protocol.AppendStatString(out, prefix+f.name, strconv.FormatUint(f.v, 10))
 		}
 	}
 	return out
@@ -121,14 +121,14 @@ func (h *Handler) appendSlabsStats(out []byte) []byte {
 			{"tandem_index_entries", s.IndexEntries},
 			{"tandem_tombstones", s.Tombstones},
 		} {
-			out = appendStat(out, prefix+f.name, strconv.FormatUint(f.v, 10))
+			out = protocol.AppendStatString(out, prefix+f.name, strconv.FormatUint(f.v, 10))
 		}
 	}
-	out = appendStat(out, "active_slabs", strconv.Itoa(active))
+	out = protocol.AppendStatString(out, "active_slabs", strconv.Itoa(active))
 	// memcached's total_malloced is the memory of its slab pages; tandem
 	// allocates per item, so it reports the bytes charged to live items.
-	out = appendStat(out, "total_malloced", strconv.FormatUint(bytesUsed, 10))
-	return appendStat(out, "tandem_shards", strconv.Itoa(len(shards)))
+	out = protocol.AppendStatString(out, "total_malloced", strconv.FormatUint(bytesUsed, 10))
+	return protocol.AppendStatString(out, "tandem_shards", strconv.Itoa(len(shards)))
 }
 
 // appendConnsStats writes "stats conns" in memcached's format, sorted by fd.
@@ -141,7 +141,7 @@ func (h *Handler) appendConnsStats(out []byte) []byte {
 	now := h.cfg.Now()
 	for _, c := range conns {
 		prefix := strconv.Itoa(c.FD) + ":"
-		out = appendStat(out, prefix+"addr", connAddr(c.Addr))
+		out = protocol.AppendStatString(out, prefix+"addr", connAddr(c.Addr))
 		state := "conn_waiting"
 		idle := int64(0)
 		switch {
@@ -152,13 +152,13 @@ func (h *Handler) appendConnsStats(out []byte) []byte {
 			state = "conn_parse_cmd"
 		}
 		if !c.Listening {
-			out = appendStat(out, prefix+"listen_addr", connAddr(c.ListenAddr))
+			out = protocol.AppendStatString(out, prefix+"listen_addr", connAddr(c.ListenAddr))
 			if !c.LastActive.IsZero() {
 				idle = int64(now.Sub(c.LastActive) / time.Second)
 			}
 		}
-		out = appendStat(out, prefix+"state", state)
-		out = appendStat(out, prefix+"secs_since_last_cmd", strconv.FormatInt(max(idle, 0), 10))
+		out = protocol.AppendStatString(out, prefix+"state", state)
+		out = protocol.AppendStatString(out, prefix+"secs_since_last_cmd", strconv.FormatInt(max(idle, 0), 10))
 	}
 	return out
 }
