@@ -147,12 +147,27 @@ func colStat(h, phase, field string, unit float64) Column {
 
 // colRSSPerItem shows server RSS over curr_items, in bytes.
 func colRSSPerItem(phase string) Column {
-	return Column{"RSS/item B", func(r *Row) string {
-		a := r.Phase(phase)
-		items := a.Stats["curr_items"].Median
-		if items == 0 || a.ServerRSSMB == 0 {
-			return "–"
+	return Column{"RSS/item B", func(r *Row) string { return perItem(r.Phase(phase).RSSPerItem) }}
+}
+
+// colPeakPerItem shows the server's peak RSS (VmHWM) over curr_items.
+func colPeakPerItem(h, phase string) Column {
+	return Column{h, func(r *Row) string { return perItem(r.Phase(phase).PeakPerItem) }}
+}
+
+// colVs shows a ratio against the baseline picked by f, or "–".
+func colVs(h, phase string, f func(*PhaseAgg) float64) Column {
+	return Column{h, func(r *Row) string {
+		if v := f(r.Phase(phase)); v > 0 {
+			return fmt.Sprintf("%.2fx", v)
 		}
-		return thousands(a.ServerRSSMB * (1 << 20) / items)
+		return "–"
 	}}
+}
+
+func perItem(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return thousands(v)
 }

@@ -117,9 +117,9 @@ func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phas
 	return Phase{Name: "mixed", Report: true, Load: c}
 }
 
-// Scenarios returns the six scenarios at profile p, in run order.
+// Scenarios returns the seven scenarios at profile p, in run order.
 func Scenarios(p Profile) []Scenario {
-	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p)}
+	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p), memory(p)}
 }
 
 // ScenarioNames lists the scenario names in run order.

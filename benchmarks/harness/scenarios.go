@@ -299,3 +299,70 @@ func hitRatio(p Profile) Scenario {
 		}},
 	}
 }
+
+// MemoryTargets are scenario 7's targets: the three modes at -t 2 against
+// memcached -t 2.
+func MemoryTargets() []Target {
+	return []Target{
+		TandemTarget("pool", 2, 0), TandemTarget("inline", 2, 0), TandemTarget("goroutine", 2, 0), MemcachedTarget(2),
+	}
+}
+
+// memoryStats are the server stats recorded after each phase of scenario 7.
+var memoryStats = []string{"curr_items", "bytes"}
+
+// memory: scenario 7.
+func memory(p Profile) Scenario {
+	n := pick[uint64](p, 50_000, 1_000_000, 1_000_000)
+	d := pick(p, 300*time.Millisecond, 10*time.Second, 20*time.Second)
+	const conns, size, prefix = 50, 100, "mem:"
+	mix := func(name string, keys uint64, set, get int) Phase {
+		c := baseLoad(conns)
+		c.Keys, c.Requests, c.Duration = keys, 0, d
+		c.SetRatio, c.GetRatio = set, get
+		c.KeyPrefix, c.ValueSizes = prefix, []int{size}
+		return Phase{Name: name, Report: true, Load: c, Stats: memoryStats}
+	}
+	load := setPhase("load", true, 16, 16, n, prefix, []int{size})
+	load.Stats = memoryStats
+	return Scenario{
+		Name:  "memory",
+		Title: "7. Memory: 1M items of 100 bytes, and latency while the heap churns",
+		Reproduces: fmt.Sprintf("the performance issue's memory goals: RSS per stored item with %s items of %d-byte values "+
+			"at most 1.5x memcached's, and p99.9 no worse than 2x memcached's with them stored. "+
+			"`load` sets %s keys once each (16 connections x depth 16); `steady` runs set:get 1:10 over them "+
+			"(%d connections, %v; sets overwrite in place, so tandem allocates nothing); `churn` runs set:get 1:1 over "+
+			"twice the keys for %v, so half the sets store new items: the heap grows and the Go collector runs.",
+			thousands(float64(n)), size, thousands(float64(n)), conns, d, d),
+		Notes: []string{
+			"`RSS/item` is the server's RSS after the phase over its `curr_items`: it includes the idle process " +
+				"(about 14 MB for tandem, 5 MB for memcached). `peak/item` uses the peak RSS (VmHWM) instead: what the " +
+				"machine must have for that many items, GC headroom included.",
+			"`vs mc` columns divide by memcached -t 2's value in the same phase (lower is better for memory and p99.9).",
+			"Every server runs at the run's `-m` (1024 by default): everything fits, nothing is evicted.",
+		},
+		XLabel:     "phase",
+		Bars:       true,
+		Targets:    MemoryTargets(),
+		PlotPhases: []string{"load", "steady", "churn"},
+		Columns: []Column{
+			colRate("load req/s", "load"), colRatio("load vs mc", "load"),
+			colRSSPerItem("load"), colVs("RSS/item vs mc", "load", func(a *PhaseAgg) float64 { return a.RSSPerItemRatio }),
+			colLat("steady p99 µs", "steady", func(l LatAgg) float64 { return l.P99Us }),
+			colLat("steady p99.9 µs", "steady", func(l LatAgg) float64 { return l.P999Us }),
+			colVs("p99.9 vs mc", "steady", func(a *PhaseAgg) float64 { return a.P999Ratio }),
+			colRate("churn req/s", "churn"), colRatio("churn vs mc", "churn"),
+			colLat("churn p99.9 µs", "churn", func(l LatAgg) float64 { return l.P999Us }),
+			colVs("churn p99.9 vs mc", "churn", func(a *PhaseAgg) float64 { return a.P999Ratio }),
+			colStat("items after churn", "churn", "curr_items", 1),
+			colPeakPerItem("peak/item B", "churn"),
+			colVs("RSS/item vs mc after churn", "churn", func(a *PhaseAgg) float64 { return a.RSSPerItemRatio }),
+			colErrors("load", "steady", "churn"),
+		},
+		LatencyPhase: "churn",
+		Points: []Point{{
+			Label: "100-byte values", X: 1,
+			Phases: []Phase{load, mix("steady", n, 1, 10), mix("churn", 2*n, 1, 1)},
+		}},
+	}
+}

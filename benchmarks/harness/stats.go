@@ -114,8 +114,9 @@ type PhaseAgg struct {
 	Latency      map[string]LatAgg `json:"latency"`
 	ServerCPUPct Stat              `json:"server_cpu_pct"`
 	ClientCPUPct Stat              `json:"client_cpu_pct"`
-	ServerRSSMB  float64           `json:"server_rss_mb"` // largest over repetitions
-	Errors       int64             `json:"errors"`        // sum over repetitions
+	ServerRSSMB  float64           `json:"server_rss_mb"`      // largest over repetitions
+	ServerPeakMB float64           `json:"server_peak_rss_mb"` // VmHWM, largest over repetitions
+	Errors       int64             `json:"errors"`             // sum over repetitions
 	HitHardCap   bool              `json:"hit_hard_cap,omitempty"`
 	// Ratio is ReqPerSec.Median over the baseline's (memcached at the same
 	// -t); 0 when there is no baseline.
@@ -123,6 +124,14 @@ type PhaseAgg struct {
 	Baseline string  `json:"baseline,omitempty"`
 	// HitDiff is HitRatio minus the baseline's, valid when Baseline is set.
 	HitDiff float64 `json:"hit_ratio_minus_baseline,omitempty"`
+	// RSSPerItem and PeakPerItem are ServerRSSMB and ServerPeakMB over the
+	// median curr_items of the phase's stats, in bytes (0 without them);
+	// the Ratio fields compare them, and the main operation's p99.9, with
+	// the baseline's (0 when it has none).
+	RSSPerItem      float64 `json:"rss_per_item_bytes,omitempty"`
+	PeakPerItem     float64 `json:"peak_rss_per_item_bytes,omitempty"`
+	RSSPerItemRatio float64 `json:"rss_per_item_vs_baseline,omitempty"`
+	P999Ratio       float64 `json:"p999_vs_baseline,omitempty"`
 	// Stats are the medians of the server stats fields read after the
 	// phase.
 	Stats map[string]Stat `json:"server_stats,omitempty"`
@@ -173,6 +182,7 @@ func aggregate(ms []Measurement) *PhaseAgg {
 		ccpu = append(ccpu, m.ClientCPUPct)
 		hr = append(hr, m.HitRatio)
 		a.ServerRSSMB = max(a.ServerRSSMB, round1(float64(m.ServerRSSKB)/1024))
+		a.ServerPeakMB = max(a.ServerPeakMB, round1(float64(m.ServerHWMKB)/1024))
 		a.Errors += m.Errors
 		a.HitHardCap = a.HitHardCap || m.HitHardCap
 		for op, s := range m.Latency {
@@ -193,6 +203,10 @@ func aggregate(ms []Measurement) *PhaseAgg {
 			a.Stats = map[string]Stat{}
 		}
 		a.Stats[k] = NewStat(vs)
+	}
+	if items := a.Stats["curr_items"].Median; items > 0 {
+		a.RSSPerItem = math.Round(a.ServerRSSMB * (1 << 20) / items)
+		a.PeakPerItem = math.Round(a.ServerPeakMB * (1 << 20) / items)
 	}
 	for op, ss := range lat {
 		med := func(f func(loadgen.Summary) float64) float64 {
@@ -250,10 +264,20 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 			continue
 		}
 		for name, a := range r.Phases {
-			if ba, ok := b.Phases[name]; ok && ba.ReqPerSec.Median > 0 {
+			ba, ok := b.Phases[name]
+			if !ok {
+				continue
+			}
+			if ba.ReqPerSec.Median > 0 {
 				a.Ratio = a.ReqPerSec.Median / ba.ReqPerSec.Median
 				a.Baseline = base
 				a.HitDiff = math.Round((a.HitRatio-ba.HitRatio)*1e4) / 1e4
+			}
+			if ba.RSSPerItem > 0 {
+				a.RSSPerItemRatio = a.RSSPerItem / ba.RSSPerItem
+			}
+			if bl := ba.MainLatency().P999Us; bl > 0 {
+				a.P999Ratio = a.MainLatency().P999Us / bl
 			}
 		}
 	}

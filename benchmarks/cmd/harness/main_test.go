@@ -63,8 +63,11 @@ func TestQuickAgainstMemcached(t *testing.T) {
 				}
 			}
 		}
-		if name == "hitratio" {
+		switch name {
+		case "hitratio":
 			checkHitRatio(t, &r)
+		case "memory":
+			checkMemory(t, &r)
 		}
 		csv, err := os.ReadFile(filepath.Join(out, name+"-runs.csv"))
 		if err != nil || strings.Count(string(csv), "\n") < 3 {
@@ -113,5 +116,28 @@ func checkHitRatio(t *testing.T, r *harness.Report) {
 	}
 	if !slices.Contains(r.Plots, "hitratio-hits.png") {
 		t.Errorf("hitratio: plots %v", r.Plots)
+	}
+}
+
+// checkMemory checks scenario 7's report: every key of the load phase
+// stored, RSS per item measured and compared with itself (memcached is its
+// own baseline), and the churn phase adding items.
+func checkMemory(t *testing.T, r *harness.Report) {
+	t.Helper()
+	if len(r.Rows) != 1 {
+		t.Fatalf("memory: %d rows, want 1", len(r.Rows))
+	}
+	load, churn := r.Rows[0].Phase("load"), r.Rows[0].Phase("churn")
+	if items := load.Stats["curr_items"].Median; items != 50_000 {
+		t.Errorf("memory: %v items after load, want 50000", items)
+	}
+	if load.RSSPerItem < 100 || load.RSSPerItem > 10_000 || load.RSSPerItemRatio != 1 {
+		t.Errorf("memory: RSS/item %v, vs baseline %v", load.RSSPerItem, load.RSSPerItemRatio)
+	}
+	if items := churn.Stats["curr_items"].Median; items <= 50_000 || items > 100_000 {
+		t.Errorf("memory: %v items after churn", items)
+	}
+	if churn.PeakPerItem <= 0 || churn.P999Ratio != 1 {
+		t.Errorf("memory: churn peak/item %v, p99.9 vs baseline %v", churn.PeakPerItem, churn.P999Ratio)
 	}
 }
