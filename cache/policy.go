@@ -9,14 +9,35 @@ import "github.com/dgryski/go-tinylfu"
 // list. Between two rebuilds there are at least a fifth of the capacity in new entries or stores
 // (except with evictions disabled and a budget full of minimal items), so the O(capacity)
 // rebuild cost is amortized O(1) per store.
+//
+// What an index costs depends on its capacity, not on what it holds: tinylfu.New presizes a Go
+// map for it and sizes its sketch and doorkeeper from it, each rounded up to a power of two.
+// While the budget has room (the index grows rather than evicts), capacities are therefore
+// 7 x 2^k (see fitCapacity), the sizes at which none of the three wastes the rounding, and grow
+// 2x at a time (1.5x-3x from a capacity the budget set), so an early skew cannot over-allocate:
+// the index then costs 35 bytes per capacity slot, 35-70 bytes per item.
 const (
-	minCapacity     = 16   // smallest index; tinylfu needs a few slots for its segments
-	initialCapacity = 1024 // tinylfu.New preallocates this many map slots: start small, grow
-	samplesPerEntry = 10   // tinylfu samples (Gets between counter halvings) per capacity slot
-	maxGrowth       = 4    // largest capacity factor per rebuild, so an early skew cannot over-allocate
-	fillNum         = 31   // the capacity targets fillNum/fillDen of the byte budget, leaving slack
-	fillDen         = 32   // for size variance so that tinylfu, not the list, mostly evicts
+	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
+	initialCapacity = 896 // 7 x 2^7: start small, grow
+	// samplesPerEntry is tinylfu's sample size (Gets between counter halvings) per capacity
+	// slot. The TinyLFU paper uses 8-16; 7 x 2^k slots at 7 samples each fill the doorkeeper's
+	// power-of-two bit vector to 92% at its 1% false-positive rate, where 10 would double it.
+	samplesPerEntry = 7
+	fillNum         = 31 // the capacity targets fillNum/fillDen of the budget, leaving slack
+	fillDen         = 32 // for size variance so that tinylfu, not the list, mostly evicts
 )
+
+// fitCapacity returns the smallest capacity of the form 7 x 2^k that is at least n (and at
+// least 14). A Go map presized for 7 x 2^k entries allocates exactly 8 x 2^k slots (its tables
+// hold 8 slots per 7 entries and come in powers of two), tinylfu's count-min sketch has 4 x 8 x
+// 2^k counters per row, and its doorkeeper at 7 samples per slot needs 92% of a power of two bits.
+func fitCapacity(n int) int {
+	c := 14
+	for c < n {
+		c *= 2
+	}
+	return c
+}
 
 func identity(k uint64) uint64 { return k }
 
@@ -69,7 +90,11 @@ func (s *shard) beforeInsertLocked(cost int64) {
 			s.rebuildLocked(c)
 		}
 	case target >= c+c/4 && s.lru.n >= c/2:
-		s.rebuildLocked(min(target, maxGrowth*c))
+		grow := fitCapacity(c + c/2)
+		if target < grow+grow/4 {
+			grow = target // the budget's capacity is near: take it now, it would not grow again
+		}
+		s.rebuildLocked(min(grow, s.cfg.maxCap))
 	case s.tombs >= c/4:
 		if target <= c*4/5 {
 			c = target
