@@ -23,8 +23,9 @@
 // The key, value and ItemOverhead bytes of live items never exceed Config.MaxBytes: each of the
 // N shards holds at most MaxBytes/N. A store that needs room reclaims expired items near the
 // list's cold end, then evicts from it, or with DisableEvictions fails with NoMemory. Go-side
-// bookkeeping (about 64 bytes of item struct and ~160 bytes of tinylfu state per entry) is
-// outside the budget.
+// bookkeeping is outside the budget: a 64-byte item struct and 64 bytes of tinylfu entry per
+// item, plus tinylfu's presized map, sketch and doorkeeper at about 35 bytes per index slot
+// (35-70 bytes per item while the index grows; see policy.go).
 //
 // # Admission
 //

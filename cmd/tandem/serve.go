@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"syscall"
@@ -34,6 +35,7 @@ func serve(cfg *Config) int {
 	}
 	raiseFileLimit(log, cfg.MaxConns)
 	setMemoryLimit(log, cfg.MemoryMB)
+	spareProcessor(log, cfg.Mode, cfg.Threads)
 
 	// A clock refreshed once a second, like memcached's current_time: reading
 	// the system clock on every request costs a measurable part of a hit.
@@ -238,6 +240,24 @@ func setMemoryLimit(log zerolog.Logger, mb int64) {
 	limit := mb<<21 + mb<<19 + 64<<20 // 2.5 x -m + 64 MiB
 	debug.SetMemoryLimit(limit)
 	log.Debug().Int64("bytes", limit).Msg("Go memory limit set")
+}
+
+// spareProcessor makes GOMAXPROCS at least one more than the event loops in
+// the gnet modes, unless GOMAXPROCS is set. The loops block in epoll_wait as
+// ordinary syscalls; when every P is held by a blocked loop, the runtime's
+// sysmon wakes every 20 µs to retake them and the loops pay the slow path of
+// exitsyscall when they wake. With -t 2 on 2 cores, sysmon alone took 5.5% of
+// the server's CPU at 1,000 connections, 3.1% with a spare P; with it, server
+// CPU per request fell from 7.7 to 6.8 µs (inline, 200 connections) and the
+// single-connection rate rose 22% (inline) and 20% (pool). See docs/threads.md.
+func spareProcessor(log zerolog.Logger, mode reactor.Mode, loops int) {
+	if mode == reactor.ModeGoroutine || os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	if n := runtime.GOMAXPROCS(0); n <= loops {
+		runtime.GOMAXPROCS(loops + 1)
+		log.Debug().Int("gomaxprocs", loops+1).Int("was", n).Msg("GOMAXPROCS raised to event loops + 1")
+	}
 }
 
 // settings lists "stats settings" with memcached's names.
