@@ -9,8 +9,9 @@ import (
 	"github.com/tandemcache/tandem/reactor"
 )
 
-// TestSpareProcessor: the gnet modes get GOMAXPROCS of at least loops + 1,
-// goroutine mode and an explicit GOMAXPROCS are left alone.
+// TestSpareProcessor: with more than one CPU the gnet modes get GOMAXPROCS of
+// at least loops + 1; one CPU, goroutine mode and an explicit GOMAXPROCS are
+// left alone.
 func TestSpareProcessor(t *testing.T) {
 	orig := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
@@ -25,6 +26,7 @@ func TestSpareProcessor(t *testing.T) {
 		{"pool, as many loops as Ps", "", reactor.ModePool, 2, 2, 3},
 		{"inline, more loops than Ps", "", reactor.ModeInline, 2, 4, 5},
 		{"pool, Ps to spare", "", reactor.ModePool, 4, 2, 4},
+		{"one CPU", "", reactor.ModeInline, 1, 1, 1},
 		{"goroutine mode", "", reactor.ModeGoroutine, 2, 2, 2},
 		{"GOMAXPROCS set", "2", reactor.ModeInline, 2, 2, 2},
 	}
