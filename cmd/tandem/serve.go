@@ -229,8 +229,9 @@ func raiseFileLimit(log zerolog.Logger, conns int) {
 
 // setMemoryLimit gives the Go runtime a soft memory limit derived from -m,
 // unless GOMEMLIMIT is set. -m counts key + value + 48 bytes per item; the
-// index, item headers and buffers come on top (about 220 bytes per item), so
-// with small items the process needs well over -m. A limit below that makes
+// item struct, go-tinylfu's entry and index and Go's size classes come on top
+// (a 100-byte item counts 158 bytes and takes ~300 of live heap), so with
+// small items the process needs well over -m. A limit below that makes
 // the collector run constantly; 2.5 x -m + 64 MiB leaves room for 100-byte
 // items and still bounds a runaway.
 func setMemoryLimit(log zerolog.Logger, mb int64) {
