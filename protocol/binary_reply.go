@@ -74,3 +74,13 @@ func AppendBinValue(dst []byte, h BinResponse, extras, key, value []byte) []byte
 	dst = append(dst, key...)
 	return append(dst, value...)
 }
+
+// AppendBinRequest appends a binary request, what a client sends: the header
+// for opcode, opaque and cas (vbucket 0), then extras, key and value. The
+// server never sends one; tests and tools build requests with it.
+func AppendBinRequest(dst []byte, opcode uint8, opaque uint32, cas uint64, extras, key, value []byte) []byte {
+	start := len(dst)
+	dst = AppendBinValue(dst, BinResponse{Opcode: opcode, Opaque: opaque, CAS: cas}, extras, key, value)
+	dst[start] = BinReqMagic
+	return dst
+}

@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// binReq builds a binary request; bodyLen < 0 means the real body length.
+// binReq builds a binary request; bodyLen and magic, when not 0, override the
+// header's body length and magic byte.
 type binReq struct {
 	op                 uint8
 	key, extras, value string
@@ -19,21 +20,14 @@ type binReq struct {
 }
 
 func (b binReq) bytes() []byte {
-	body := len(b.extras) + len(b.key) + len(b.value)
+	out := AppendBinRequest(nil, b.op, b.opaque, b.cas, []byte(b.extras), []byte(b.key), []byte(b.value))
+	if b.magic != 0 {
+		out[0] = b.magic
+	}
 	if b.bodyLen != 0 {
-		body = b.bodyLen
+		binary.BigEndian.PutUint32(out[8:], uint32(b.bodyLen))
 	}
-	magic := b.magic
-	if magic == 0 {
-		magic = BinReqMagic
-	}
-	h := make([]byte, BinHeaderLen)
-	h[0], h[1], h[4] = magic, b.op, byte(len(b.extras))
-	binary.BigEndian.PutUint16(h[2:], uint16(len(b.key)))
-	binary.BigEndian.PutUint32(h[8:], uint32(body))
-	binary.BigEndian.PutUint32(h[12:], b.opaque)
-	binary.BigEndian.PutUint64(h[16:], b.cas)
-	return append(append(append(h, b.extras...), b.key...), b.value...)
+	return out
 }
 
 func be32(v uint32) string { return string(binary.BigEndian.AppendUint32(nil, v)) }

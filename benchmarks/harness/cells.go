@@ -39,12 +39,12 @@ func rate(s Stat) string {
 	return fmt.Sprintf("%s ±%.0f%%", thousands(s.Median), s.SpreadPct()/2)
 }
 
-// ratio formats a ratio against memcached, or "–".
-func ratio(a *PhaseAgg) string {
-	if a.Ratio == 0 {
+// ratio formats a ratio against the baseline, or "–" when there is none (0).
+func ratio(v float64) string {
+	if v == 0 {
 		return "–"
 	}
-	return fmt.Sprintf("%.2fx", a.Ratio)
+	return fmt.Sprintf("%.2fx", v)
 }
 
 // us formats microseconds.
@@ -77,7 +77,7 @@ func colRate(h, phase string) Column {
 }
 
 func colRatio(h, phase string) Column {
-	return Column{h, func(r *Row) string { return ratio(r.Phase(phase)) }}
+	return colVs(h, phase, func(a *PhaseAgg) float64 { return a.Ratio })
 }
 
 func colLat(h, phase string, f func(LatAgg) float64) Column {
@@ -157,12 +157,7 @@ func colPeakPerItem(h, phase string) Column {
 
 // colVs shows a ratio against the baseline picked by f, or "–".
 func colVs(h, phase string, f func(*PhaseAgg) float64) Column {
-	return Column{h, func(r *Row) string {
-		if v := f(r.Phase(phase)); v > 0 {
-			return fmt.Sprintf("%.2fx", v)
-		}
-		return "–"
-	}}
+	return Column{h, func(r *Row) string { return ratio(f(r.Phase(phase))) }}
 }
 
 func perItem(v float64) string {

@@ -22,13 +22,7 @@ import (
 
 // binRequest builds one binary-protocol request.
 func binRequest(op uint8, key, extras, value string, opaque uint32, cas uint64) string {
-	h := make([]byte, protocol.BinHeaderLen)
-	h[0], h[1], h[4] = protocol.BinReqMagic, op, byte(len(extras))
-	binary.BigEndian.PutUint16(h[2:], uint16(len(key)))
-	binary.BigEndian.PutUint32(h[8:], uint32(len(extras)+len(key)+len(value)))
-	binary.BigEndian.PutUint32(h[12:], opaque)
-	binary.BigEndian.PutUint64(h[16:], cas)
-	return string(h) + extras + key + value
+	return string(protocol.AppendBinRequest(nil, op, opaque, cas, []byte(extras), []byte(key), []byte(value)))
 }
 
 func be32s(v uint32) string { return string(binary.BigEndian.AppendUint32(nil, v)) }
