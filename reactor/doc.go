@@ -3,7 +3,7 @@
 //   - pool (the default): gnet event loops accept connections and frame
 //     requests; complete requests of a connection go, as one batch, to an
 //     Executor (a bounded worker pool) that runs them; replies return through
-//     the connection's loop with AsyncWrite, in request order.
+//     the connection's loop through its outbox, in request order.
 //   - inline: the gnet loop that owns a connection also executes its
 //     requests, like memcached's own worker threads.
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing

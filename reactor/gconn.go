@@ -41,20 +41,21 @@ type gconn struct {
 	closed  bool   // guarded by mu: gnet closed the connection
 	sessEnd bool   // guarded by mu: sess.Close was called
 
-	wmu      sync.Mutex
-	inflight [][]byte // guarded by wmu: buffers handed to AsyncWrite, oldest first
-	free     [][]byte // guarded by wmu: reply buffers ready for reuse
-	onWrite  gnet.AsyncCallback
+	box        *outbox // pool mode: carries replies to the connection's loop
+	loopClosed bool    // loop-owned: gnet closed the connection
+
+	wmu  sync.Mutex
+	free [][]byte // guarded by wmu: reply buffers ready for reuse
 
 	// Worker writes (Config.WorkerWrites): a worker writes a batch's replies
 	// straight to the socket while nothing is queued on the loop, and falls
-	// back to AsyncWrite otherwise. fdMu keeps the descriptor from being
+	// back to the outbox otherwise. fdMu keeps the descriptor from being
 	// closed (and reused by a new connection) during such a write.
 	fd       int
 	fdMu     sync.Mutex
 	fdClosed bool // guarded by fdMu: set in OnClose, before gnet closes fd
 	async    bool // guarded by wmu: replies go through the loop until its queue and buffer drain
-	queued   int  // guarded by wmu: AsyncWrites whose callback has not run
+	queued   int  // guarded by wmu: replies in the outbox not yet written
 }
 
 // batch is a run of framed requests whose bytes are owned by arena.
@@ -79,9 +80,9 @@ const maxKeptBuffer = 1 << 20
 
 func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd()), fd: c.Fd()}
-	gc.onWrite = gc.written
 	if s.pool {
 		gc.pending = &batch{}
+		gc.box = s.boxes.of(c.EventLoop())
 	}
 	return gc
 }
@@ -257,7 +258,7 @@ func (gc *gconn) Run() {
 	}
 }
 
-// drain executes pending batches until none is left, sending one write per
+// drain executes pending batches until none is left, sending one reply per
 // batch.
 func (gc *gconn) drain() {
 	defer gc.s.busy.Add(-1)
@@ -309,10 +310,9 @@ func (gc *gconn) drain() {
 		gc.spare = b
 		gc.mu.Unlock()
 
-		gc.send(out)
+		gc.send(out, closeConn)
 		observeSince(gc.s.cfg.ObserveLatency, since)
 		if closeConn {
-			_ = gc.c.Close()
 			gc.mu.Lock()
 			gc.closed = true
 			gc.mu.Unlock()
@@ -331,65 +331,67 @@ func (gc *gconn) getBuf() []byte {
 	return make([]byte, 0, 4096)
 }
 
-// send hands out to the loop. Writes of one connection are issued by one
+// send hands a batch's replies to the loop, which closes the connection
+// after them if closeConn is set. Replies of one connection are sent by one
 // worker at a time, so they reach the socket in order.
-func (gc *gconn) send(out []byte) {
-	if len(out) == 0 {
-		gc.recycle(out)
-		return
-	}
-	rest := out
-	if gc.s.cfg.WorkerWrites {
+func (gc *gconn) send(out []byte, closeConn bool) {
+	off := 0
+	if gc.s.cfg.WorkerWrites && len(out) > 0 {
 		gc.wmu.Lock()
 		direct := !gc.async
 		gc.wmu.Unlock()
 		if direct {
 			var done bool
-			if rest, done = gc.writeDirect(out); done {
+			if off, done = gc.writeDirect(out); done {
 				gc.recycle(out)
+				if closeConn {
+					_ = gc.c.Close()
+				}
 				return
 			}
 		}
 	}
+	if len(out) == 0 && !closeConn {
+		gc.recycle(out)
+		return
+	}
 	gc.wmu.Lock()
 	gc.async = true
 	gc.queued++
-	gc.inflight = append(gc.inflight, out)
 	gc.wmu.Unlock()
 	gc.s.writes.Add(1)
-	if err := gc.c.AsyncWrite(rest, gc.onWrite); err != nil {
-		gc.written(gc.c, err)
-	}
+	gc.box.push(reply{gc: gc, out: out, off: off, closeConn: closeConn})
 }
 
 // writeDirect writes out to the socket from the worker. It reports done when
-// everything was written or the connection is gone; otherwise it returns the
-// unwritten rest for the loop to send when the socket is writable.
-func (gc *gconn) writeDirect(out []byte) (rest []byte, done bool) {
+// everything was written or the connection is gone; otherwise it returns how
+// much was written, for the loop to send the rest when the socket is
+// writable.
+func (gc *gconn) writeDirect(out []byte) (written int, done bool) {
 	gc.fdMu.Lock()
 	defer gc.fdMu.Unlock()
 	if gc.fdClosed {
-		return nil, true
+		return 0, true
 	}
-	for len(out) > 0 {
-		n, err := unix.Write(gc.fd, out)
+	for written < len(out) {
+		n, err := unix.Write(gc.fd, out[written:])
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
-			return out, false
+			return written, false
 		case err != nil:
 			gc.s.log.Debug().Err(err).Msg("write failed; closing the connection")
 			_ = gc.c.Close()
-			return nil, true
+			return written, true
 		}
-		out = out[n:]
+		written += n
 	}
-	return nil, true
+	return written, true
 }
 
 func (gc *gconn) recycle(b []byte) {
-	if cap(b) > maxKeptBuffer {
+	if cap(b) == 0 || cap(b) > maxKeptBuffer {
 		return
 	}
 	gc.wmu.Lock()
@@ -399,38 +401,46 @@ func (gc *gconn) recycle(b []byte) {
 	gc.wmu.Unlock()
 }
 
-// written runs on the loop after a write: it recycles the oldest in-flight
-// buffer, closes a connection whose unsent output is over the cap, and lets
-// workers write directly again once nothing is queued or buffered.
-func (gc *gconn) written(c gnet.Conn, err error) error {
-	gc.s.writes.Add(-1)
-	gc.wmu.Lock()
-	if len(gc.inflight) > 0 {
-		b := gc.inflight[0]
-		copy(gc.inflight, gc.inflight[1:])
-		gc.inflight = gc.inflight[:len(gc.inflight)-1]
-		if cap(b) <= maxKeptBuffer && len(gc.free) < 4 {
-			gc.free = append(gc.free, b[:0])
+// flush writes a reply from the outbox, then closes the connection if the
+// reply asks for it. It runs on the loop.
+func (gc *gconn) flush(r reply) {
+	if !gc.loopClosed {
+		if r.off < len(r.out) {
+			_, _ = gc.c.Write(r.out[r.off:]) // a failed write closes the connection
+		}
+		if r.closeConn && !gc.loopClosed {
+			_ = gc.c.Close()
 		}
 	}
-	gc.wmu.Unlock()
-	if err == nil && c != nil && c.OutboundBuffered() > gc.s.cfg.MaxOutput {
-		gc.s.overflow.Add(1)
-		_ = c.Close()
+	gc.flushed(r.out, true)
+}
+
+// flushed recycles a reply's buffer once the loop wrote it (onLoop) or
+// dropped it, closes a connection whose unsent output is over the cap, and
+// lets workers write directly again once nothing is queued or buffered.
+func (gc *gconn) flushed(out []byte, onLoop bool) {
+	gc.s.writes.Add(-1)
+	gc.recycle(out)
+	buffered := 0
+	if onLoop && !gc.loopClosed {
+		if buffered = gc.c.OutboundBuffered(); buffered > gc.s.cfg.MaxOutput {
+			gc.s.overflow.Add(1)
+			_ = gc.c.Close()
+		}
 	}
 	gc.wmu.Lock()
 	gc.queued--
-	if gc.queued == 0 && (err != nil || c == nil || c.OutboundBuffered() == 0) {
+	if gc.queued == 0 && buffered == 0 {
 		// Nothing is queued on the loop or waiting in gnet's buffer: a worker
 		// may write directly again without overtaking earlier replies.
 		gc.async = false
 	}
 	gc.wmu.Unlock()
-	return nil
 }
 
 // onClose runs on the loop when gnet closed the connection.
 func (gc *gconn) onClose() {
+	gc.loopClosed = true
 	gc.fdMu.Lock()
 	gc.fdClosed = true
 	gc.fdMu.Unlock()

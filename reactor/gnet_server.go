@@ -33,7 +33,8 @@ type gnetServer struct {
 	idleClosed atomic.Uint64
 	panics     atomic.Uint64
 	busy       atomic.Int64 // pool tasks running or parked
-	writes     atomic.Int64 // AsyncWrites whose callback has not run
+	writes     atomic.Int64 // replies in outboxes not yet written
+	boxes      outboxes     // pool mode: one per event loop
 
 	connMu sync.Mutex
 	conns  map[*gconn]struct{} // guarded by connMu: open connections

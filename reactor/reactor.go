@@ -83,8 +83,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	// WorkerWrites lets a pool worker write a batch's replies to the socket
 	// itself while the connection has nothing queued on its loop, instead of
-	// handing every batch to the loop with AsyncWrite (a queue hop, an eventfd
-	// wake-up and two allocations per batch). A reply the socket cannot take
+	// handing every batch to the loop's outbox (a queue hop and, when the
+	// outbox was empty, an eventfd wake-up and two allocations). A reply the socket cannot take
 	// at once still goes through the loop, which keeps order and the output
 	// cap. Pool mode only.
 	WorkerWrites bool

@@ -200,6 +200,42 @@ func TestOrderUnderParking(t *testing.T) {
 	}
 }
 
+// TestRepliesBeforeClose checks that a connection closed by a request gets
+// every earlier reply first, also when those replies were sent in an earlier
+// batch and are still on their way to the socket (a big one the socket
+// cannot take at once).
+func TestRepliesBeforeClose(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			srv := startTest(t, v.mode, v.mod)
+			want := "R:x\nR:" + strings.Repeat("b", bigReply) + "\nR:y\n"
+			for i := 0; i < 10; i++ {
+				conn, err := net.Dial("tcp", srv.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+				got := make(chan string, 1)
+				go func() {
+					b, _ := io.ReadAll(conn) // until the server closes
+					got <- string(b)
+				}()
+				if _, err := io.WriteString(conn, "x\nbig\n"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Millisecond)
+				if _, err := io.WriteString(conn, "y\nquit\nz\n"); err != nil {
+					t.Fatal(err)
+				}
+				if g := <-got; g != want {
+					t.Fatalf("round %d: got %d bytes, want %d (prefix %q)", i, len(g), len(want), g[:min(len(g), 16)])
+				}
+				conn.Close()
+			}
+		})
+	}
+}
+
 // TestPanicClosesOnlyItsConnection checks a panicking request closes its
 // connection while others keep being served.
 func TestPanicClosesOnlyItsConnection(t *testing.T) {
