@@ -63,7 +63,7 @@ type poolExec struct{ p *workerpool.Pool }
 func (e poolExec) Submit(t Task) error { return e.p.Submit(t) }
 
 // startTest runs a server of the given mode on a free port.
-func startTest(t *testing.T, mode Mode, mod func(*Config)) Server {
+func startTest(t testing.TB, mode Mode, mod func(*Config)) Server {
 	t.Helper()
 	cfg := Config{
 		Mode:       mode,
