@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -77,6 +78,23 @@ func (m *metrics) latencyObserver() func(time.Duration) {
 	return func(d time.Duration) { m.latency.Observe(d.Seconds()) }
 }
 
+// Sampling rates of the contention profiles, on with --pprof only: one
+// mutex contention event in mutexProfileFraction, and blocking events by
+// time blocked, one sample per blockProfileRate nanoseconds on average (so
+// every wait of 10 µs or more is recorded). Both cost a little on every
+// contended lock or blocking channel operation, hence not by default.
+const (
+	mutexProfileFraction = 100
+	blockProfileRate     = 10_000
+)
+
+// enableContentionProfiles turns on the runtime's mutex and block profiles,
+// which /debug/pprof/mutex and /debug/pprof/block serve (empty otherwise).
+func enableContentionProfiles() {
+	runtime.SetMutexProfileFraction(mutexProfileFraction)
+	runtime.SetBlockProfileRate(blockProfileRate)
+}
+
 // start registers the scrape-time collector and serves /metrics (and
 // /debug/pprof/ with --pprof) until stop. It fails when the address cannot
 // be bound.
@@ -101,6 +119,7 @@ func (m *metrics) start(log zerolog.Logger, src metricsSources) error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		enableContentionProfiles()
 	}
 	m.ln = ln
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -156,6 +156,11 @@ func TestMetricsEndpoint(t *testing.T) {
 		if _, code := scrape(t, base+"/debug/pprof/"); code != http.StatusOK {
 			t.Errorf("/debug/pprof/ with --pprof: status %d", code)
 		}
+		// The contention profiles are switched on with --pprof: their text
+		// form names the sampling period, 0 when off.
+		if body, _ := scrape(t, base+"/debug/pprof/mutex?debug=1"); !strings.Contains(body, "sampling period=100\n") {
+			t.Errorf("/debug/pprof/mutex does not sample 1 in 100:\n%.300s", body)
+		}
 	})
 }
 
