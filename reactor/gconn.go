@@ -17,7 +17,7 @@ import (
 // connection's event loop. In pool mode the loop frames requests into
 // pending and at most one worker at a time (the one that set running)
 // executes swapped-out batches; mu guards the hand-off. Lock order: mu, then
-// wmu; parking.mu is never held with either.
+// wmu; parking.mu and outbox.mu are never held with either.
 type gconn struct {
 	s          *gnetServer
 	c          gnet.Conn
