@@ -391,7 +391,7 @@ func (gc *gconn) writeDirect(out []byte) (written int, done bool) {
 }
 
 func (gc *gconn) recycle(b []byte) {
-	if cap(b) == 0 || cap(b) > maxKeptBuffer {
+	if cap(b) > maxKeptBuffer {
 		return
 	}
 	gc.wmu.Lock()

@@ -49,22 +49,25 @@ func (o *outbox) push(r reply) {
 	if err := o.loop.Execute(context.Background(), o); err != nil {
 		// Only a stopping engine refuses tasks: drop what is queued, as the
 		// engine is about to close every connection.
-		o.mu.Lock()
-		q := o.queue
-		o.queue, o.armed = nil, false
-		o.mu.Unlock()
+		q := o.take(nil)
 		for i := range q {
 			q[i].gc.flushed(q[i].out, false)
 		}
 	}
 }
 
+// take empties the outbox, leaving next as its queue, and disarms it.
+func (o *outbox) take(next []reply) []reply {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.queue
+	o.queue, o.armed = next, false
+	return q
+}
+
 // Run writes every queued reply. It runs on the loop.
 func (o *outbox) Run(context.Context) error {
-	o.mu.Lock()
-	q := o.queue
-	o.queue, o.armed = o.spare[:0], false
-	o.mu.Unlock()
+	q := o.take(o.spare[:0])
 	for i := range q {
 		q[i].gc.flush(q[i])
 		q[i] = reply{}

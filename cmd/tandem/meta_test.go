@@ -105,14 +105,19 @@ func sameUpToTTLTick(got, want string) bool {
 		if g[i] == w[i] {
 			continue
 		}
-		a, errA := strconv.Atoi(strings.TrimPrefix(g[i], "t"))
-		b, errB := strconv.Atoi(strings.TrimPrefix(w[i], "t"))
-		if !strings.HasPrefix(g[i], "t") || !strings.HasPrefix(w[i], "t") || errA != nil || errB != nil ||
-			a < 0 || b < 0 || a-b > 1 || b-a > 1 {
+		a, okA := ttlFlag(g[i])
+		b, okB := ttlFlag(w[i])
+		if !okA || !okB || a-b > 1 || b-a > 1 {
 			return false
 		}
 	}
 	return true
+}
+
+// ttlFlag parses a remaining-TTL flag with a TTL ("t158"; not "t-1").
+func ttlFlag(tok string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(tok, "t"))
+	return n, strings.HasPrefix(tok, "t") && err == nil && n >= 0
 }
 
 func TestSameUpToTTLTick(t *testing.T) {
