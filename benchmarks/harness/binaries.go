@@ -88,15 +88,31 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// FindRepo walks up from dir to the directory holding the module's go.mod.
+// serverModule is the module path of the server, whose root holds
+// cmd/tandem. The benchmarks module (github.com/tandemcache/tandem/benchmarks)
+// lives below it.
+const serverModule = "github.com/tandemcache/tandem"
+
+// FindRepo walks up from dir to the directory holding the server module's
+// go.mod (passing the benchmarks module's own go.mod on the way).
 func FindRepo(dir string) (string, error) {
 	for d := dir; ; d = filepath.Dir(d) {
 		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/tandemcache/tandem") {
+		if err == nil && modulePath(b) == serverModule {
 			return d, nil
 		}
 		if filepath.Dir(d) == d {
 			return "", fmt.Errorf("harness: no tandem go.mod above %s (use --repo)", dir)
 		}
 	}
+}
+
+// modulePath returns the path of a go.mod's module directive, or "".
+func modulePath(gomod []byte) string {
+	for line := range strings.Lines(string(gomod)) {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(p), `"`)
+		}
+	}
+	return ""
 }

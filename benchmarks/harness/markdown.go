@@ -82,7 +82,7 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 	if plotErr != nil {
 		fmt.Fprintf(&b, "\nPlotting failed: %v\n", plotErr)
 	}
-	fmt.Fprintf(&b, "\n## Reproduce\n\n```\ngo run ./benchmarks/cmd/harness --scenario %s", r.Scenario)
+	fmt.Fprintf(&b, "\n## Reproduce\n\n```\ngo run -C benchmarks ./cmd/harness --scenario %s", r.Scenario)
 	if r.Profile != Default {
 		fmt.Fprintf(&b, " --%s", r.Profile)
 	}

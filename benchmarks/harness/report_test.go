@@ -43,7 +43,7 @@ func TestReportWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []string{"| memcached-t1 |", "| tandem-pool-t1 |", "**not measured** (reason 1)",
-			"build failed", "same 2 CPUs", "1.00x", "go run ./benchmarks/cmd/harness --scenario " + sc.Name} {
+			"build failed", "same 2 CPUs", "1.00x", "go run -C benchmarks ./cmd/harness --scenario " + sc.Name} {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("%s.md lacks %q", sc.Name, want)
 			}

@@ -79,8 +79,19 @@ func TestFindRepo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "benchmarks")); err != nil {
-		t.Errorf("root %s has no benchmarks folder", root)
+	// The server module's root, not the benchmarks module's.
+	if _, err := os.Stat(filepath.Join(root, "cmd", "tandem")); err != nil {
+		t.Errorf("root %s has no cmd/tandem", root)
+	}
+	for gomod, want := range map[string]string{
+		"module github.com/tandemcache/tandem\n\ngo 1.26\n":       "github.com/tandemcache/tandem",
+		"// c\nmodule github.com/tandemcache/tandem/benchmarks\n": "github.com/tandemcache/tandem/benchmarks",
+		"module \"example.com/x\"\n":                              "example.com/x",
+		"go 1.26\n":                                               "",
+	} {
+		if got := modulePath([]byte(gomod)); got != want {
+			t.Errorf("modulePath(%q) = %q, want %q", gomod, got, want)
+		}
 	}
 	if _, err := FindRepo(t.TempDir()); err == nil {
 		t.Error("FindRepo outside the module: want an error")

@@ -2,9 +2,11 @@
 // and goroutine modes) and the real memcached side by side, and writes
 // benchmarks/results/<scenario>.{json,md,png}.
 //
-//	go run ./benchmarks/cmd/harness            # all scenarios, default profile (minutes)
-//	go run ./benchmarks/cmd/harness --quick    # seconds, results in a temp dir
-//	go run ./benchmarks/cmd/harness --scenario fairness --targets memcached,pool
+// benchmarks/ is a module of its own; from the repository root:
+//
+//	go run -C benchmarks ./cmd/harness            # all scenarios, default profile (minutes)
+//	go run -C benchmarks ./cmd/harness --quick    # seconds, results in a temp dir
+//	go run -C benchmarks ./cmd/harness --scenario fairness --targets memcached,pool
 package main
 
 import (

@@ -2,7 +2,7 @@
 // servers (tandem, memcached). It prints a progress line on stderr, a table
 // on stdout, and optionally the full result as JSON.
 //
-//	go run ./benchmarks/cmd/mcbench -addr 127.0.0.1:11211 -c 50 -d 4 -duration 10s -ratio 1:10
+//	go run -C benchmarks ./cmd/mcbench -addr 127.0.0.1:11211 -c 50 -d 4 -duration 10s -ratio 1:10
 package main
 
 import (
