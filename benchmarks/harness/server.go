@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tandemcache/tandem/benchmarks/internal/freeport"
 	"github.com/tandemcache/tandem/benchmarks/loadgen"
 )
 
@@ -35,7 +36,7 @@ const startTimeout = 15 * time.Second
 func StartServer(ctx context.Context, bin string, t Target, lim ServerLimits, cpus string) (*Server, error) {
 	var lastErr error
 	for range 3 { // a free port can be taken between probe and bind
-		port, err := freePort()
+		port, err := freeport.Get()
 		if err != nil {
 			return nil, err
 		}
@@ -171,16 +172,6 @@ func (s *Server) Stop() {
 
 // Output returns the tail of the server's stdout and stderr.
 func (s *Server) Output() string { return s.out.String() }
-
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("harness: free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
 
 // tailBuffer keeps the last max bytes written to it. Safe for concurrent use.
 type tailBuffer struct {

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/benchmarks/internal/mctest"
 )
 
 func testConfig(addr string) Config {
@@ -153,12 +153,7 @@ func TestRunContextCancel(t *testing.T) {
 }
 
 func TestRunDialFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", mctest.FreePort(t)) // nothing listens there
 	if _, err := Run(context.Background(), testConfig(addr)); err == nil {
 		t.Error("Run against a closed port: want an error")
 	}
@@ -195,44 +190,8 @@ func TestRunServerDropsConnection(t *testing.T) {
 	}
 }
 
-// startMemcached starts the real memcached on a free port, or skips.
-func startMemcached(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := []string{"-p", fmt.Sprint(port), "-l", "127.0.0.1", "-U", "0", "-t", "1", "-m", "64"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "root")
-	}
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Skipf("memcached did not start: %v", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := Dial(addr, time.Second); err == nil {
-			c.Close()
-			return addr
-		}
-	}
-	t.Fatalf("memcached on %s not reachable", addr)
-	return ""
-}
-
 func TestRunAgainstMemcached(t *testing.T) {
-	addr := startMemcached(t)
+	addr := mctest.Memcached(t)
 	c, err := Dial(addr, time.Second)
 	if err != nil {
 		t.Fatal(err)

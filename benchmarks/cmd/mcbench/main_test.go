@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/tandemcache/tandem/benchmarks/internal/mctest"
 )
 
 func TestFlagErrors(t *testing.T) {
@@ -38,36 +36,7 @@ func TestFlagErrors(t *testing.T) {
 
 // TestAgainstMemcached runs mcbench end to end against the real memcached.
 func TestAgainstMemcached(t *testing.T) {
-	bin, err := exec.LookPath("memcached")
-	if err != nil {
-		t.Skip("memcached not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := []string{"-p", strconv.Itoa(port), "-l", "127.0.0.1", "-U", "0", "-t", "1", "-m", "64"}
-	if os.Geteuid() == 0 {
-		args = append(args, "-u", "root")
-	}
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Skipf("memcached: %v", err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	for i := 0; i < 250; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr := mctest.Memcached(t)
 	jsonPath := filepath.Join(t.TempDir(), "r.json")
 	var out, errb bytes.Buffer
 	code := run([]string{"-addr", addr, "-c", "2", "-d", "4", "-n", "2000", "-keys", "500", "-preload", "-flush",

@@ -1,0 +1,88 @@
+// Package mctest holds the benchmarks module's test plumbing: it starts the
+// real memcached on a free 127.0.0.1 port for a test and stops it when the
+// test ends. Tests of loadgen and of the commands share it instead of each
+// carrying a copy. It imports nothing from the rest of the module, so any
+// package's tests can use it.
+package mctest
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tandemcache/tandem/benchmarks/internal/freeport"
+)
+
+// startWait bounds how long memcached may take to accept connections.
+const startWait = 5 * time.Second
+
+// Memcached starts `memcached -t 1 -m 64 -U 0` plus extra on a free
+// 127.0.0.1 port and returns its address. The process is killed when the
+// test ends. The test is skipped when memcached is not installed, and fails
+// when it cannot be started.
+func Memcached(t testing.TB, extra ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		t.Skip("memcached not installed (apt-get install -y memcached)")
+	}
+	for range 3 { // the port can be taken between Get and memcached's bind
+		port := FreePort(t)
+		args := append([]string{"-p", strconv.Itoa(port), "-l", "127.0.0.1", "-U", "0", "-t", "1", "-m", "64"}, extra...)
+		if os.Geteuid() == 0 {
+			args = append(args, "-u", "root") // memcached refuses to run as root otherwise
+		}
+		cmd := exec.Command(bin, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("mctest: start memcached: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		stop := func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if waitListening(addr, exited) {
+			t.Cleanup(stop)
+			return addr
+		}
+		stop()
+	}
+	t.Fatal("mctest: memcached did not start")
+	return ""
+}
+
+// waitListening reports whether addr accepts a connection before the
+// process exits or startWait passes.
+func waitListening(addr string, exited <-chan struct{}) bool {
+	for deadline := time.Now().Add(startWait); time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// FreePort returns a port free on 127.0.0.1, or fails the test.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	p, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
