@@ -57,7 +57,9 @@ type Config struct {
 	IOTimeout   time.Duration `json:"io_timeout_ns"` // bound on every write and reply read
 
 	// Progress, when not nil, receives a one-line progress report every
-	// ProgressEvery (default 1 s), rewritten in place with '\r'.
+	// ProgressEvery (default 1 s). On a terminal the line is rewritten in
+	// place with '\r'; anywhere else (a file, a pipe, a buffer) each report
+	// is a line of its own.
 	Progress      io.Writer     `json:"-"`
 	ProgressEvery time.Duration `json:"-"`
 }

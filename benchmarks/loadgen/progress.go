@@ -2,12 +2,16 @@ package loadgen
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // startProgress prints a progress line every ProgressEvery until the
-// returned function is called; that call prints the final line and a
-// newline, and waits for the printer to exit.
+// returned function is called; that call prints the final line and waits
+// for the printer to exit.
 func (st *run) startProgress(start time.Time) (done func()) {
 	out := st.cfg.Progress
 	if out == nil {
@@ -16,6 +20,12 @@ func (st *run) startProgress(start time.Time) (done func()) {
 	every := st.cfg.ProgressEvery
 	if every <= 0 {
 		every = time.Second
+	}
+	// '\r' rewrites the line on a terminal; in a log file it would leave
+	// one endless line.
+	begin, end := "", "\n"
+	if IsTerminal(out) {
+		begin, end = "\r", "   "
 	}
 	quit := make(chan struct{})
 	exited := make(chan struct{})
@@ -34,8 +44,8 @@ func (st *run) startProgress(start time.Time) (done func()) {
 			if hits+misses > 0 {
 				hr = float64(hits) / float64(hits+misses)
 			}
-			fmt.Fprintf(out, "\r[%6.1fs] %10d req %9.0f req/s  hit %5.1f%%  errors %d   ",
-				now.Sub(start).Seconds(), req, rate, 100*hr, c.errors().Total())
+			fmt.Fprintf(out, "%s[%6.1fs] %10d req %9.0f req/s  hit %5.1f%%  errors %d%s",
+				begin, now.Sub(start).Seconds(), req, rate, 100*hr, c.errors().Total(), end)
 			lastReq, last = req, now
 		}
 		for {
@@ -44,7 +54,9 @@ func (st *run) startProgress(start time.Time) (done func()) {
 				line(now)
 			case <-quit:
 				line(time.Now())
-				fmt.Fprintln(out)
+				if begin != "" {
+					fmt.Fprintln(out)
+				}
 				return
 			}
 		}
@@ -53,4 +65,15 @@ func (st *run) startProgress(start time.Time) (done func()) {
 		close(quit)
 		<-exited
 	}
+}
+
+// IsTerminal reports whether w is a terminal (an *os.File whose descriptor
+// answers the terminal ioctl).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -45,8 +46,9 @@ func TestRunMixedAgainstFake(t *testing.T) {
 	if res.Latency["get"].Count != res.Gets || res.Latency["set"].Count != res.Sets {
 		t.Errorf("latency counts %+v, want gets %d sets %d", res.Latency, res.Gets, res.Sets)
 	}
-	if !strings.Contains(progress.String(), "req/s") {
-		t.Errorf("no progress line: %q", progress.String())
+	// Not a terminal: whole lines, no carriage returns.
+	if p := progress.String(); !strings.Contains(p, "req/s") || strings.Contains(p, "\r") || !strings.HasSuffix(p, "\n") {
+		t.Errorf("progress into a buffer: %q", p)
 	}
 	var table bytes.Buffer
 	if err := res.WriteTable(&table); err != nil || !strings.Contains(table.String(), "p99.9 us") {
@@ -262,5 +264,16 @@ func TestKeySeedChangesKeysNotValues(t *testing.T) {
 	}
 	if res.Errors.Total() != 0 || res.Hits == 0 {
 		t.Errorf("second run: %d hits, errors %+v", res.Hits, res.Errors)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) || IsTerminal(&bytes.Buffer{}) {
+		t.Error("a file or a buffer taken for a terminal")
 	}
 }

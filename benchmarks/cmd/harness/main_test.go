@@ -81,13 +81,16 @@ func TestQuickAgainstMemcached(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	var log bytes.Buffer
+	if code := run([]string{"--nope"}, &log); code != 2 {
+		t.Errorf("unknown flag: exit %d, want 2", code)
+	}
 	if code := run([]string{"--quick", "--full"}, &log); code != 2 {
 		t.Errorf("--quick --full: exit %d, want 2", code)
 	}
 	if code := run([]string{"--scenario", "nope", "--out", t.TempDir()}, &log); code != 1 {
 		t.Errorf("unknown scenario: exit %d, want 1", code)
 	}
-	if code := run([]string{"--help"}, &log); code != 2 || !strings.Contains(log.String(), "-server-cpus") {
+	if code := run([]string{"--help"}, &log); code != 0 || !strings.Contains(log.String(), "-server-cpus") {
 		t.Errorf("--help: exit %d\n%s", code, log.String())
 	}
 }

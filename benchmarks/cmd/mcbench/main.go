@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sizes    = fs.String("size", "32", "value size in bytes, or a comma-separated list (each key gets one, e.g. 2,81,6561); k/m suffixes allowed")
 		keys     = fs.Uint64("keys", cfg.Keys, "key space size")
 		jsonOut  = fs.String("json", "", "write the result as JSON to this file (- for stdout)")
-		progress = fs.Bool("progress", true, "print a progress line on stderr every second")
+		progress = fs.Bool("progress", true, "print a progress line on stderr every second (rewritten in place on a terminal)")
 		preload  = fs.Bool("preload", false, "set every key once (sequentially, unmeasured) before the run")
 		flushAll = fs.Bool("flush", false, "send flush_all before the run")
 		strict   = fs.Bool("strict", false, "exit with status 1 if any request failed or did not verify")
@@ -41,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "server host:port")
 	fs.IntVar(&cfg.Conns, "c", cfg.Conns, "connections (one goroutine each)")
 	fs.IntVar(&cfg.Depth, "d", cfg.Depth, "pipeline depth: requests written per batch on each connection")
-	fs.Int64Var(&cfg.Requests, "n", cfg.Requests, "total requests (0 = bounded by -duration only)")
+	fs.Int64Var(&cfg.Requests, "n", cfg.Requests, "total requests (0 = bounded by -duration only; given -duration alone, -n is 0)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "run time (0 = bounded by -n only)")
 	fs.DurationVar(&cfg.HardCap, "hard-cap", cfg.HardCap, "absolute time limit: the run is cut off here whatever -n says")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", cfg.KeyPrefix, "key prefix (keys are prefix + decimal index)")
@@ -55,11 +56,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // asked for: usage printed, not an error
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "mcbench: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if given(fs, "duration") && !given(fs, "n") {
+		cfg.Requests = 0 // a duration alone bounds the run, not the default -n
 	}
 	var err error
 	cfg.Dist, cfg.Workload, cfg.Keys = loadgen.Dist(*dist), loadgen.Workload(*workload), *keys
@@ -107,6 +114,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// given reports whether the flag name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func fail(w io.Writer, err error) int {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tandemcache/tandem/benchmarks/internal/mctest"
+	"github.com/tandemcache/tandem/benchmarks/loadgen"
 )
 
 func TestFlagErrors(t *testing.T) {
@@ -23,6 +25,8 @@ func TestFlagErrors(t *testing.T) {
 		{"bad dist", []string{"-dist", "x"}, 1, "distribution"},
 		{"extra args", []string{"foo"}, 2, "unexpected"},
 		{"unknown flag", []string{"-nope"}, 2, "not defined"},
+		{"help", []string{"--help"}, 0, "-duration"},
+		{"short help", []string{"-h"}, 0, "usage: mcbench"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,5 +54,43 @@ func TestAgainstMemcached(t *testing.T) {
 	b, err := os.ReadFile(jsonPath)
 	if err != nil || !strings.Contains(string(b), `"req_per_sec"`) || !strings.Contains(string(b), `"key_seed": 3`) {
 		t.Errorf("json: %v\n%s", err, b)
+	}
+}
+
+// TestDurationAloneBoundsTheRun: -duration without -n runs for the
+// duration, not until the default request count.
+func TestDurationAloneBoundsTheRun(t *testing.T) {
+	addr := mctest.Memcached(t)
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		requests int64
+	}{
+		{"duration alone", []string{"-duration", "300ms"}, 0},
+		{"duration and n", []string{"-duration", "300ms", "-n", "50"}, 50},
+		{"neither", nil, 10000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jsonPath := filepath.Join(t.TempDir(), "r.json")
+			args := append([]string{"-addr", addr, "-c", "1", "-keys", "100", "-json", jsonPath, "-progress=false"}, tc.args...)
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			b, err := os.ReadFile(jsonPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res loadgen.Result
+			if err := json.Unmarshal(b, &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Config.Requests != tc.requests {
+				t.Errorf("%q: request bound %d, want %d", tc.args, res.Config.Requests, tc.requests)
+			}
+			if tc.requests == 0 && res.ElapsedSec < 0.3 {
+				t.Errorf("%q: stopped after %.3fs, before the duration", tc.args, res.ElapsedSec)
+			}
+		})
 	}
 }
