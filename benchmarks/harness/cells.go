@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Table cell formatting shared by the scenarios.
@@ -165,4 +166,22 @@ func perItem(v float64) string {
 		return "–"
 	}
 	return thousands(v)
+}
+
+// intList names a list of counts for a heading: "1 and 2", "50, 100 and
+// 200", or "1 to 10" for a run of three or more consecutive values.
+func intList(vs []int) string {
+	switch n := len(vs); {
+	case n == 0:
+		return ""
+	case n == 1:
+		return thousands(float64(vs[0]))
+	case n >= 3 && vs[n-1]-vs[0] == n-1:
+		return thousands(float64(vs[0])) + " to " + thousands(float64(vs[n-1]))
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = thousands(float64(v))
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
 }

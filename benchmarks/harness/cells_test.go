@@ -1,6 +1,9 @@
 package harness
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCells(t *testing.T) {
 	tests := []struct {
@@ -23,6 +26,49 @@ func TestCells(t *testing.T) {
 	for _, tc := range tests {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestIntList(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []int
+		want string
+	}{
+		{"empty", nil, ""},
+		{"one", []int{4}, "4"},
+		{"two", []int{1, 2}, "1 and 2"},
+		{"gaps", []int{1, 2, 4, 6, 8, 10}, "1, 2, 4, 6, 8 and 10"},
+		{"run", []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, "1 to 10"},
+		{"thousands", []int{50, 1000}, "50 and 1,000"},
+	} {
+		if got := intList(tc.in); got != tc.want {
+			t.Errorf("%s: intList(%v) = %q, want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestTitlesSayWhatRuns: a --quick heading names what --quick runs, not the
+// default profile's counts.
+func TestTitlesSayWhatRuns(t *testing.T) {
+	want := map[string]string{
+		"threads":  "2,000 sets then 2,000 gets over 1 and 2 client threads",
+		"sizes":    "200 values stored then fetched at 3 sizes",
+		"single":   "2,000 requests",
+		"many":     "50 and 100 connections",
+		"fairness": "1 and 200 connections",
+		"hitratio": "100,000 keys at `-m 2`",
+		"memory":   "50,000 items",
+	}
+	for _, sc := range Scenarios(Quick) {
+		if w, ok := want[sc.Name]; ok && !strings.Contains(sc.Title, w) {
+			t.Errorf("%s: quick title %q, want it to say %q", sc.Name, sc.Title, w)
+		}
+	}
+	for _, sc := range Scenarios(Default) {
+		if sc.Name == "threads" && !strings.Contains(sc.Title, "1, 2, 4, 6, 8 and 10 client threads") {
+			t.Errorf("threads: default title %q", sc.Title)
 		}
 	}
 }

@@ -2,12 +2,16 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // writePlots draws the throughput plots (one per plotted phase and point
@@ -99,10 +103,7 @@ func throughputLines(path, title string, sc *Scenario, rows []*Row, phase, group
 	p.Y.Label.Text = "requests/s (median, bars: min-max)"
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Y.Tick.Marker = commaTicks{}
-	if sc.LogX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
+	setXAxis(p, sc, group)
 	maxY, lines := 0.0, 0
 	for i, t := range targetOrder(rows) {
 		s := &spreadXYs{}
@@ -139,7 +140,78 @@ func throughputLines(path, title string, sc *Scenario, rows []*Row, phase, group
 	p.Y.Min = 0
 	// Head room for the legend, which sits inside the plot area.
 	p.Y.Max = maxY * (1.1 + 0.045*float64(lines))
-	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
+	return savePlot(p, 9*vg.Inch, 5.5*vg.Inch, path)
+}
+
+// maxPointTicks is the most point values labelled one by one on an X axis;
+// with more, the axis gets the usual (log) ticks.
+const maxPointTicks = 10
+
+// setXAxis scales the X axis of a line plot and puts its ticks on the
+// points' own values (1, 2, 4 ... client threads), so no tick falls between
+// two counts (1.5 threads). Both ends get a margin so the end labels fit.
+func setXAxis(p *plot.Plot, sc *Scenario, group string) {
+	var xs []float64
+	for _, pt := range sc.Points {
+		if pt.Group == group && !slices.Contains(xs, pt.X) {
+			xs = append(xs, pt.X)
+		}
+	}
+	slices.Sort(xs)
+	if len(xs) == 0 {
+		return
+	}
+	lo, hi := xs[0], xs[len(xs)-1]
+	if sc.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Min, p.X.Max = lo/1.25, hi*1.25
+	} else {
+		m := max((hi-lo)*0.04, 0.5)
+		p.X.Min, p.X.Max = lo-m, hi+m
+	}
+	if len(xs) <= maxPointTicks {
+		p.X.Tick.Marker = pointTicks(xs)
+	}
+}
+
+// pointTicks labels exactly the values xs.
+func pointTicks(xs []float64) plot.ConstantTicks {
+	ts := make(plot.ConstantTicks, len(xs))
+	for i, x := range xs {
+		ts[i] = plot.Tick{Value: x, Label: thousands(x)}
+	}
+	return ts
+}
+
+// plotMargin is the white border around every plot, so titles and the
+// outermost tick labels are never cut by the image's edge.
+var plotMargin = vg.Points(10)
+
+// savePlot writes p as a w x h PNG at path, inside a margin, with its title
+// shrunk until it fits the width.
+func savePlot(p *plot.Plot, w, h vg.Length, path string) error {
+	fitTitle(p, w-2*plotMargin)
+	p.Title.Padding = vg.Points(6)
+	c := vgimg.New(w, h)
+	p.Draw(draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin, -plotMargin))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// fitTitle shrinks the title's font until the title is at most width wide.
+func fitTitle(p *plot.Plot, width vg.Length) {
+	st := &p.Title.TextStyle
+	for st.Width(p.Title.Text) > width && st.Font.Size > 6 {
+		st.Font.Size *= 0.9
+	}
 }
 
 // groupedHBars draws horizontal bars: one category per label, one bar per
@@ -149,7 +221,7 @@ func groupedHBars(path, title, xlabel string, labels, series []string, val func(
 	if err != nil {
 		return err
 	}
-	return p.Save(9*vg.Inch, h, path)
+	return savePlot(p, 9*vg.Inch, h, path)
 }
 
 // hbars builds groupedHBars' plot and returns it with its height.
@@ -181,6 +253,8 @@ func hbars(title, xlabel string, labels, series []string, val func(cat, ser int)
 		p.Legend.Add(s, bars)
 	}
 	p.NominalY(labels...)
+	// A whole unit per category, so the outer bars stay inside the axes.
+	p.Y.Min, p.Y.Max = -0.5, float64(len(labels))-0.5
 	p.X.Min = 0
 	p.X.Max = maxX * 1.3 // room on the right for the legend
 	p.Add(plotter.NewGrid())
@@ -227,7 +301,7 @@ func hitBars(path string, sc *Scenario, rows []*Row) error {
 	}
 	p.X.Tick.Marker = plot.DefaultTicks{}
 	p.X.Min, p.X.Max = 0, 1.2 // a ratio: the whole 0..1 range, room for the legend
-	return p.Save(9*vg.Inch, h, path)
+	return savePlot(p, 9*vg.Inch, h, path)
 }
 
 // latencyBars draws p50/p99/p99.9 per target at the scenario's latency
