@@ -24,8 +24,11 @@ type Options struct {
 	TargetFilter []string
 	Reps         int // repetitions per target; 0 = profile default (1, 3, 5)
 
-	OutDir           string // results directory
-	Repo             string // module root, for go build ./cmd/tandem
+	OutDir string // results directory
+	Repo   string // module root, for go build ./cmd/tandem
+	// AllowDirty measures uncommitted code (the reports say so loudly);
+	// without it Run refuses a dirty tree, except in the Quick profile.
+	AllowDirty       bool
 	TandemBin        string // prebuilt tandem binary; empty = build it
 	MemcachedBin     string // memcached binary; empty = look it up
 	InstallMemcached bool   // apt-get install memcached when missing (root only)
@@ -79,11 +82,16 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	machine := ReadMachine(ctx)
+	wd, _ := os.Getwd()
+	machine.Source = ReadSource(ctx, o.Repo, wd, o.TandemBin)
+	if err := o.checkSource(machine.Source); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
 	raiseFileLimit()
-	machine := ReadMachine(ctx, o.Repo)
 
 	needed := map[string]bool{}
 	for i := range scs {
@@ -115,6 +123,23 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 		}
 	}
 	return reports, nil
+}
+
+// checkSource refuses a dirty tree unless allowed, and says loudly when it
+// measures one.
+func (o *Options) checkSource(s Source) error {
+	fmt.Fprintf(o.Log, "harness: measuring %s\n", s.Describe())
+	if !s.IsDirty() {
+		return nil
+	}
+	files := strings.Join(append(append([]string{}, s.Dirty...), s.HarnessDirty...), "\n    ")
+	if !o.AllowDirty && o.Profile != Quick {
+		return fmt.Errorf("%w (outside %s):\n    %s\ncommit them, measure a clean clone "+
+			"(git clone . /tmp/tandem-head; --repo /tmp/tandem-head), or pass --allow-dirty to measure them "+
+			"anyway (the reports are marked)", ErrDirtyTree, resultsDir, files)
+	}
+	fmt.Fprintf(o.Log, "\n!!! DIRTY TREE: measuring uncommitted changes; every report is marked as belonging to no commit:\n    %s\n\n", files)
+	return nil
 }
 
 // targetsFor returns sc's targets after the filter, with the scenario's

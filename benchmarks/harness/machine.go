@@ -11,21 +11,22 @@ import (
 
 // Machine records where and how a run happened.
 type Machine struct {
-	Hostname    string   `json:"hostname"`
-	CPUModel    string   `json:"cpu_model"`
-	NumCPU      int      `json:"num_cpu"`
-	GOMAXPROCS  int      `json:"gomaxprocs"`
-	Kernel      string   `json:"kernel"`
-	MemTotal    string   `json:"mem_total"`
-	GoVersion   string   `json:"go_version"`   // the harness's runtime
-	GoToolchain string   `json:"go_toolchain"` // `go version`, which builds tandem
-	Commit      string   `json:"commit,omitempty"`
-	Command     []string `json:"command"`
-	Date        string   `json:"date"`
+	Hostname    string `json:"hostname"`
+	CPUModel    string `json:"cpu_model"`
+	NumCPU      int    `json:"num_cpu"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	Kernel      string `json:"kernel"`
+	MemTotal    string `json:"mem_total"`
+	GoVersion   string `json:"go_version"`   // the harness's runtime
+	GoToolchain string `json:"go_toolchain"` // `go version`, which builds tandem
+	Source
+	Command []string `json:"command"`
+	Date    string   `json:"date"`
 }
 
-// ReadMachine gathers the machine description; missing facts stay empty.
-func ReadMachine(ctx context.Context, repo string) Machine {
+// ReadMachine gathers the machine description (the Source is filled by
+// the caller); missing facts stay empty.
+func ReadMachine(ctx context.Context) Machine {
 	m := Machine{
 		NumCPU:     runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
@@ -53,9 +54,6 @@ func ReadMachine(ctx context.Context, repo string) Machine {
 		}
 	}
 	m.GoToolchain = commandOutput(ctx, "", "go", "version")
-	if repo != "" {
-		m.Commit = commandOutput(ctx, repo, "git", "describe", "--always", "--dirty")
-	}
 	return m
 }
 

@@ -10,6 +10,9 @@ import (
 func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", r.Title)
+	if w := r.Machine.dirtyWarning(); w != "" {
+		fmt.Fprintf(&b, "> %s\n\n", w)
+	}
 	fmt.Fprintf(&b, "Reproduces %s\n\n", r.Reproduces)
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
@@ -20,9 +23,9 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 	m := r.Machine
 	fmt.Fprintf(&b, "Run %s, profile `%s`, %d repetition(s) per target, targets alternating A B A B; "+
 		"took %s.\n", m.Date, r.Profile, r.Reps, fmtDuration(r.DurationSec))
-	fmt.Fprintf(&b, "Machine: %s, %d CPUs (GOMAXPROCS %d), %s RAM, Linux %s; harness %s; toolchain `%s`; commit `%s`.\n",
+	fmt.Fprintf(&b, "Machine: %s, %d CPUs (GOMAXPROCS %d), %s RAM, Linux %s; harness %s; toolchain `%s`; %s.\n",
 		orDash(m.CPUModel), m.NumCPU, m.GOMAXPROCS, orDash(m.MemTotal), orDash(m.Kernel), m.GoVersion,
-		orDash(m.GoToolchain), orDash(m.Commit))
+		orDash(m.GoToolchain), m.Describe())
 	fmt.Fprintf(&b, "Servers: `-m %d -c %d`, listening on 127.0.0.1.", r.Limits.MemoryMB, r.Limits.MaxConns)
 	if r.ServerCPUs != "" || r.ClientCPUs != "" {
 		fmt.Fprintf(&b, " Pinned with taskset: servers on CPUs %s, load generator on CPUs %s.",
