@@ -14,6 +14,9 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 		fmt.Fprintf(&b, "> %s\n\n", w)
 	}
 	fmt.Fprintf(&b, "Reproduces %s\n\n", r.Reproduces)
+	if r.Source != "" {
+		fmt.Fprintf(&b, "Source: %s\n\n", r.Source)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}

@@ -16,6 +16,7 @@ type Report struct {
 	Scenario    string         `json:"scenario"`
 	Title       string         `json:"title"`
 	Reproduces  string         `json:"reproduces"`
+	Source      string         `json:"source,omitempty"`
 	Notes       []string       `json:"notes,omitempty"`
 	Profile     Profile        `json:"profile"`
 	Reps        int            `json:"repetitions"`
@@ -47,6 +48,7 @@ func newReport(sc *Scenario, o *Options, m Machine, targets []TargetStatus, runs
 		Scenario:    sc.Name,
 		Title:       sc.Title,
 		Reproduces:  sc.Reproduces,
+		Source:      sc.Source,
 		Notes:       sc.Notes,
 		Profile:     o.Profile,
 		Reps:        o.reps(),

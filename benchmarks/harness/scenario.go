@@ -57,14 +57,17 @@ type Column struct {
 
 // Scenario is one benchmark, reproducing a published one.
 type Scenario struct {
-	Name       string   // file name stem: results/<Name>.json
-	Title      string   // heading
-	Reproduces string   // which published benchmark, and how
-	Notes      []string // assumptions and deviations
-	XLabel     string   // meaning of Point.X
-	LogX       bool     // plot X on a log scale
-	Bars       bool     // categorical points: plot bars instead of lines
-	Targets    []Target // nil: the run's target matrix
+	Name       string // file name stem: results/<Name>.json
+	Title      string // heading
+	Reproduces string // which published benchmark, and how
+	// Source names the post (or issue) the scenario reproduces: title,
+	// where and when it appeared, and the address it can be found at.
+	Source  string
+	Notes   []string // assumptions and deviations
+	XLabel  string   // meaning of Point.X
+	LogX    bool     // plot X on a log scale
+	Bars    bool     // categorical points: plot bars instead of lines
+	Targets []Target // nil: the run's target matrix
 	// MemoryMB, when > 0, is the -m of every target of this scenario,
 	// whatever the run's ServerLimits say (hit ratios depend on it).
 	MemoryMB int

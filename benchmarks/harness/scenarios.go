@@ -12,7 +12,8 @@ func threadSweep(p Profile) Scenario {
 	n := pick[uint64](p, 2_000, 50_000, 500_000)
 	threads := pick(p, []int{1, 2}, []int{1, 2, 4, 6, 8, 10}, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	sc := Scenario{
-		Name: "threads",
+		Name:   "threads",
+		Source: sourceThreads,
 		Title: fmt.Sprintf("1. Thread sweep: %s sets then %s gets over %s client threads",
 			thousands(float64(n)), thousands(float64(n)), intList(threads)),
 		Reproduces: fmt.Sprintf("the spcached post's `MemCachedThreadBench <runs> <start> <port> <threads>`: "+
@@ -54,7 +55,8 @@ func sizeSweep(p Profile) Scenario {
 	n := pick[uint64](p, 200, 2000, 2000)
 	sizes := pick(p, []int{2, 729, 59049}, valueSizes, valueSizes)
 	sc := Scenario{
-		Name: "sizes",
+		Name:   "sizes",
+		Source: sourceSizes,
 		Title: fmt.Sprintf("2. Value-size sweep: %s values stored then fetched at %d sizes, %s B to %s B",
 			thousands(float64(n)), len(sizes), thousands(float64(sizes[0])), thousands(float64(sizes[len(sizes)-1]))),
 		Reproduces: fmt.Sprintf("a Java client comparison: %s values written then read back at each size "+
@@ -106,8 +108,9 @@ func singleConn(p Profile) Scenario {
 		return Phase{Name: "mixed", Report: true, Flush: true, Load: c}
 	}
 	return Scenario{
-		Name:  "single",
-		Title: fmt.Sprintf("3. Single connection: %s requests on one key, then over 100,000 keys", thousands(float64(n))),
+		Name:   "single",
+		Source: sourceSingle,
+		Title:  fmt.Sprintf("3. Single connection: %s requests on one key, then over 100,000 keys", thousands(float64(n))),
 		Reproduces: fmt.Sprintf("the lserver post: one client connection issuing blocking set/get pairs, "+
 			"first on one key, then over 100,000 keys; requests/s, mean response time, server CPU%% and RSS. "+
 			"%s requests per case.", thousands(float64(n))),
@@ -139,8 +142,9 @@ func manyThreads(p Profile) Scenario {
 	d := pick(p, 300*time.Millisecond, 5*time.Second, 15*time.Second)
 	const keys = 10_000
 	sc := Scenario{
-		Name:  "many",
-		Title: fmt.Sprintf("4. Many client threads: %s connections, 8-byte values", intList(conns)),
+		Name:   "many",
+		Source: sourceMany,
+		Title:  fmt.Sprintf("4. Many client threads: %s connections, 8-byte values", intList(conns)),
 		Reproduces: fmt.Sprintf("the 66,000 TPS post: 50, 100, 200, 300 and 400 client threads, "+
 			"each a blocking connection, 8-byte values; transactions (requests) per second over %v per point.", d),
 		Notes: []string{
@@ -187,8 +191,9 @@ func fairness(p Profile) Scenario {
 	d := pick(p, 300*time.Millisecond, 5*time.Second, 15*time.Second)
 	keys := pick[uint64](p, 5_000, 100_000, 100_000)
 	sc := Scenario{
-		Name:  "fairness",
-		Title: fmt.Sprintf("5. Fairness: the same code single- and multi-threaded, %s connections", intList(conns)),
+		Name:   "fairness",
+		Source: sourceFairness,
+		Title:  fmt.Sprintf("5. Fairness: the same code single- and multi-threaded, %s connections", intList(conns)),
 		Reproduces: "the reply to the spcached post: compare like with like. `inline -t 1` against " +
 			"`pool -t 1 --workers 1` isolates the cost of the half-sync/half-async machinery; every mode at `-t 2` " +
 			fmt.Sprintf("with many connections (each bound to one event loop) against memcached `-t 2`. "+
@@ -260,7 +265,8 @@ func hitRatio(p Profile) Scenario {
 		return ph
 	}
 	return Scenario{
-		Name: "hitratio",
+		Name:   "hitratio",
+		Source: sourceHitRatio,
 		Title: fmt.Sprintf("6. Hit ratio: Zipf(0.99) look-aside over %s keys at `-m %d`, the cache holding ~10%% of them",
 			thousands(float64(keys)), mem),
 		Reproduces: fmt.Sprintf("a cache in front of a database: each request gets a key and, on a miss, sets it "+
@@ -329,8 +335,9 @@ func memory(p Profile) Scenario {
 	load := setPhase("load", true, 16, 16, n, prefix, []int{size})
 	load.Stats = memoryStats
 	return Scenario{
-		Name:  "memory",
-		Title: fmt.Sprintf("7. Memory: %s items of 100 bytes, and latency while the heap churns", thousands(float64(n))),
+		Name:   "memory",
+		Source: sourceMemory,
+		Title:  fmt.Sprintf("7. Memory: %s items of 100 bytes, and latency while the heap churns", thousands(float64(n))),
 		Reproduces: fmt.Sprintf("the performance issue's memory goals: RSS per stored item with %s items of %d-byte values "+
 			"at most 1.5x memcached's, and p99.9 no worse than 2x memcached's with them stored. "+
 			"`load` sets %s keys once each (16 connections x depth 16); `steady` runs set:get 1:10 over them "+

@@ -101,7 +101,7 @@ func TestFindRepo(t *testing.T) {
 func TestScenarioDefinitions(t *testing.T) {
 	for _, p := range []Profile{Quick, Default, Full} {
 		for _, sc := range Scenarios(p) {
-			if sc.Name == "" || len(sc.Points) == 0 || len(sc.Columns) == 0 {
+			if sc.Name == "" || len(sc.Points) == 0 || len(sc.Columns) == 0 || sc.Source == "" {
 				t.Errorf("%s/%s: incomplete", p, sc.Name)
 			}
 			for _, pt := range sc.Points {
