@@ -185,3 +185,107 @@ func intList(vs []int) string {
 	}
 	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
 }
+
+// colMemory shows the target's -m (its own, or the run's).
+func colMemory(runMB int) Column {
+	return Column{"-m", func(r *Row) string {
+		if r.Target.MemoryMB > 0 {
+			return strconv.Itoa(r.Target.MemoryMB)
+		}
+		return strconv.Itoa(runMB)
+	}}
+}
+
+// colPeak shows the median peak RSS with its spread.
+func colPeak(phase string) Column {
+	return Column{"peak RSS MB", func(r *Row) string {
+		s := r.Phase(phase).PeakMB
+		switch {
+		case s.N == 0:
+			return "–"
+		case s.N < 2:
+			return fmt.Sprintf("%.1f", s.Median)
+		}
+		return fmt.Sprintf("%.1f (%.1f-%.1f)", s.Median, s.Min, s.Max)
+	}}
+}
+
+// perReq formats a per-request count: 2 decimals, 3 below 0.1.
+func perReq(s Stat) string {
+	switch {
+	case s.N == 0:
+		return "–"
+	case s.Median == 0:
+		return "0"
+	case math.Abs(s.Median) < 0.1:
+		return fmt.Sprintf("%.3f", s.Median)
+	}
+	return fmt.Sprintf("%.2f", s.Median)
+}
+
+// colPerReq shows a per-request cost picked by f.
+func colPerReq(h, phase string, f func(*PhaseAgg) Stat) Column {
+	return Column{h, func(r *Row) string { return perReq(f(r.Phase(phase))) }}
+}
+
+// syscallGroups sums strace's syscall names into the columns of the costs
+// table; what no group names is "other".
+var syscallGroups = []struct {
+	Header string
+	Names  []string
+}{
+	{"read/req", []string{"read", "readv", "recvfrom", "recvmsg", "recvmmsg"}},
+	{"write/req", []string{"write", "writev", "sendto", "sendmsg", "sendmmsg"}},
+	{"epoll_wait/req", []string{"epoll_wait", "epoll_pwait", "epoll_pwait2"}},
+	{"futex/req", []string{"futex"}},
+}
+
+// syscallCols are the costs table's syscall columns: total, the groups,
+// and the rest.
+func syscallCols(phase string) []Column {
+	get := func(r *Row) (map[string]float64, bool) {
+		m := r.Phase(phase).SyscallsPerReq
+		return m, m != nil
+	}
+	cols := []Column{{"syscalls/req", func(r *Row) string {
+		m, ok := get(r)
+		if !ok {
+			return "–"
+		}
+		return perReq(Stat{Median: m["total"], N: 1})
+	}}}
+	for _, g := range syscallGroups {
+		cols = append(cols, Column{g.Header, func(r *Row) string {
+			m, ok := get(r)
+			if !ok {
+				return "–"
+			}
+			var v float64
+			for _, n := range g.Names {
+				v += m[n]
+			}
+			return perReq(Stat{Median: v, N: 1})
+		}})
+	}
+	return append(cols, Column{"other/req", func(r *Row) string {
+		m, ok := get(r)
+		if !ok {
+			return "–"
+		}
+		v := m["total"]
+		for _, g := range syscallGroups {
+			for _, n := range g.Names {
+				v -= m[n]
+			}
+		}
+		return perReq(Stat{Median: v, N: 1})
+	}})
+}
+
+// countOf formats k of n repetitions.
+func countOf(k, n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d/%d", k, n)
+}

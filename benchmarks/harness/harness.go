@@ -37,7 +37,10 @@ type Options struct {
 	ServerCPUs string        // taskset -c list for the servers ("" = no pinning)
 	ClientCPUs string        // recorded only: the caller pins the harness itself
 	PhaseCap   time.Duration // hard cap of each loadgen run
-	Progress   bool          // loadgen progress lines on Log
+	// EqualRSSMB, when > 0, is the -m of an equal-RSS target (see
+	// EqualRSS) instead of searching it.
+	EqualRSSMB int
+	Progress   bool // loadgen progress lines on Log
 	NoPlots    bool
 	Log        io.Writer // progress and warnings (default os.Stderr)
 }
@@ -111,8 +114,13 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 		}
 		fmt.Fprintf(o.Log, "=== %s (%s profile, %d repetition(s), %d targets)\n", sc.Title, o.Profile, o.reps(), len(targets))
 		start := time.Now()
+		var eq *EqualRSSResult
+		if sc.EqualRSS != nil {
+			eq = r.resolveEqualRSS(ctx, sc, targets)
+		}
 		runs := r.run(ctx, sc, targets)
 		rep := newReport(sc, &o, machine, targets, runs, start)
+		rep.EqualRSS = eq
 		if err := rep.Write(o.OutDir, sc, !o.NoPlots); err != nil {
 			return reports, err
 		}
@@ -157,6 +165,9 @@ func (o *Options) targetsFor(sc *Scenario) []Target {
 		}
 		if sc.MemoryMB > 0 && t.MemoryMB == 0 {
 			t.MemoryMB = sc.MemoryMB
+		}
+		if sc.MaxConns > 0 && t.MaxConns == 0 {
+			t.MaxConns = sc.MaxConns
 		}
 		out = append(out, t)
 	}

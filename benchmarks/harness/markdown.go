@@ -77,6 +77,9 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 			"\"vs mc\" is the median over %s; latencies in µs are medians "+
 			"of the per-repetition percentiles.\n", base)
 	}
+	if r.EqualRSS != nil {
+		writeEqualRSS(&b, r.EqualRSS)
+	}
 	fmt.Fprintf(&b, "\nRaw measurements, one line per repetition, target, point and phase: [%s-runs.csv](%s-runs.csv).\n",
 		r.Scenario, r.Scenario)
 	if len(r.Plots) > 0 {
@@ -127,4 +130,32 @@ func orDash(s string) string {
 		return "–"
 	}
 	return s
+}
+
+// writeEqualRSS says how the equal-RSS target's -m was found.
+func writeEqualRSS(b *strings.Builder, e *EqualRSSResult) {
+	b.WriteString("\n## Equal RSS\n\n")
+	switch {
+	case e.Given:
+		fmt.Fprintf(b, "`%s` ran at `-m %d`, given with `--equal-rss-m` (no search).\n", e.Target, e.ChosenMB)
+	case len(e.Trials) == 0:
+		fmt.Fprintf(b, "No `-m` was found for `%s`: %s\n", e.Target, orDash(e.Error))
+		return
+	case !e.WithinReach:
+		fmt.Fprintf(b, "`%s` ran at `-m %d`, but even that peaked above %s's %.1f MB: no `-m` reaches equal RSS.\n",
+			e.Target, e.ChosenMB, e.Reference, e.BudgetMB)
+	default:
+		fmt.Fprintf(b, "`%s` ran at `-m %d`: the largest `-m` whose run peaked within %s's peak RSS of %.1f MB "+
+			"(one search run of each `-m` on a fresh server; peak RSS grows with `-m`).\n",
+			e.Target, e.ChosenMB, e.Reference, e.BudgetMB)
+	}
+	if e.Error != "" && len(e.Trials) > 0 {
+		fmt.Fprintf(b, "\nThe search stopped early: %s\n", e.Error)
+	}
+	if len(e.Trials) > 0 {
+		b.WriteString("\n| -m | peak RSS MB | within the budget |\n|---:|---:|---|\n")
+		for _, t := range e.sortedTrials() {
+			fmt.Fprintf(b, "| %d | %.1f | %v |\n", t.MemoryMB, t.PeakMB, t.PeakMB <= e.BudgetMB)
+		}
+	}
 }

@@ -41,6 +41,13 @@ func writePlots(dir string, sc *Scenario, rows []*Row) ([]string, error) {
 			files = append(files, name)
 		}
 	}
+	for _, mp := range sc.MetricPlots {
+		name := fmt.Sprintf("%s-%s.png", sc.Name, mp.Name)
+		if err := metricBars(filepath.Join(dir, name), sc, rows, mp); err != nil {
+			return files, fmt.Errorf("plot %s: %w", name, err)
+		}
+		files = append(files, name)
+	}
 	if len(sc.HitPhases) > 0 {
 		name := sc.Name + "-hits.png"
 		if err := hitBars(filepath.Join(dir, name), sc, rows); err != nil {
@@ -279,6 +286,24 @@ func throughputBars(path, title string, sc *Scenario, rows []*Row, phase string)
 	}
 	return groupedHBars(path, title, "requests/s (median)", targets, points,
 		func(ti, pi int) float64 { return find(targets[ti], points[pi]).ReqPerSec.Median })
+}
+
+// metricBars draws mp.Value for every target, one bar per point.
+func metricBars(path string, sc *Scenario, rows []*Row, mp MetricPlot) error {
+	targets := targetOrder(rows)
+	var points []string
+	for _, pt := range sc.Points {
+		points = append(points, pt.Label)
+	}
+	val := func(ti, pi int) float64 {
+		for _, r := range rows {
+			if r.Target.Name == targets[ti] && r.Point == points[pi] {
+				return mp.Value(r.Phase(mp.Phase))
+			}
+		}
+		return 0
+	}
+	return groupedHBars(path, mp.Title, mp.Axis, targets, points, val)
 }
 
 // hitBars draws the median hit ratio of each target, one bar per phase in

@@ -31,6 +31,8 @@ type Report struct {
 	Rows        []*Row         `json:"rows"`
 	Runs        []Measurement  `json:"-"` // written to <scenario>-runs.csv
 	Plots       []string       `json:"plots,omitempty"`
+	// EqualRSS is how an equal-RSS target's -m was found (or given).
+	EqualRSS *EqualRSSResult `json:"equal_rss,omitempty"`
 }
 
 func newReport(sc *Scenario, o *Options, m Machine, targets []TargetStatus, runs []Measurement, start time.Time) *Report {
@@ -43,6 +45,9 @@ func newReport(sc *Scenario, o *Options, m Machine, targets []TargetStatus, runs
 	lim := o.Limits
 	if sc.MemoryMB > 0 {
 		lim.MemoryMB = sc.MemoryMB
+	}
+	if sc.MaxConns > 0 {
+		lim.MaxConns = sc.MaxConns
 	}
 	return &Report{
 		Scenario:    sc.Name,

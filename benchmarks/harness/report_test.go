@@ -28,7 +28,17 @@ func TestReportWrite(t *testing.T) {
 				for i, p := range sc.Points {
 					for _, ph := range p.Phases {
 						m := meas(tg.Name, p.Label, ph.Name, float64(1000*(i+1)+100*rep), 50)
-						m.Rep = rep
+						m.Rep, m.Requests, m.ServerHWMKB = rep, 1000, 20<<10
+						m.ServerVolCS, m.ServerInvolCS, m.ServerCPUPct = 2000, 100, 50
+						if ph.Strace {
+							m.Syscalls = map[string]int64{"read": 1000, "write": 1000, "futex": 10, "total": 2100}
+						}
+						if h := ph.Hostile; h != nil {
+							m.Hostile = &HostileStats{Clients: h.Clients, Connected: h.Clients, ProbeSent: 500, PeakRSSKB: 30 << 10}
+						}
+						if s := ph.SlowReader; s != nil {
+							m.SlowReader = &SlowReaderStats{Requests: s.Requests, Replies: s.Requests, InOrder: true, Complete: true}
+						}
 						runs = append(runs, m)
 					}
 				}
@@ -42,8 +52,20 @@ func TestReportWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"| memcached-t1 |", "| tandem-pool-t1 |", "**not measured** (reason 1)",
-			"build failed", "same 2 CPUs", "1.00x", "go run -C benchmarks ./cmd/harness --scenario " + sc.Name} {
+		wants := []string{"| memcached-t1 |", "| tandem-pool-t1 |", "**not measured** (reason 1)",
+			"build failed", "same 2 CPUs", "go run -C benchmarks ./cmd/harness --scenario " + sc.Name}
+		switch sc.Name {
+		case "hostile":
+			wants = append(wants, "| 30.0 (30.0-30.0) |", "| 0/1000 |", "| 0/4 |", "| 0/2 |")
+		case "slowreader":
+			wants = append(wants, "| 5,000/5,000 | 2/2 | 2/2 | 0/2 | 0/2 |")
+		case "costs":
+			// CPU: 50% of 1 s over 1,000 requests; 2,100 syscalls over 1,000.
+			wants = append(wants, "| 500.00 | 2.00 | 0.10 |", "| 2.10 | 1.00 | 1.00 | 0 | 0.010 | 0.090 |")
+		default:
+			wants = append(wants, "1.00x")
+		}
+		for _, want := range wants {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("%s.md lacks %q", sc.Name, want)
 			}

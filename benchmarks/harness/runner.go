@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -25,40 +26,55 @@ type TargetStatus struct {
 	Skipped  string   `json:"skipped,omitempty"` // why not (or why not in every repetition)
 	Version  string   `json:"version,omitempty"`
 	Command  []string `json:"command,omitempty"`
+	off      bool     // skipped for good (Skipped says why)
 }
 
 // run measures sc on every target, alternating targets within each
-// repetition (A B A B ...), and returns the raw measurements.
+// repetition (A B A B ...), and returns the raw measurements. With
+// sc.ServerPerPoint every target gets a fresh server at every point, and
+// the targets alternate within each point.
 func (r *runner) run(ctx context.Context, sc *Scenario, targets []TargetStatus) []Measurement {
 	var runs []Measurement
-	reps := r.opts.reps()
-	for rep := range reps {
-		for i := range targets {
-			ts := &targets[i]
-			if ctx.Err() != nil {
-				return runs
+	groups := [][]Point{sc.Points}
+	if sc.ServerPerPoint {
+		groups = nil
+		for _, p := range sc.Points {
+			groups = append(groups, []Point{p})
+		}
+	}
+	for rep := range r.opts.reps() {
+		for _, points := range groups {
+			for i := range targets {
+				if ctx.Err() != nil {
+					return runs
+				}
+				runs = append(runs, r.runServer(ctx, sc, points, &targets[i], rep)...)
 			}
-			bin := r.bins[ts.Kind]
-			if bin == "" {
-				continue // skipped for good; reason already recorded
-			}
-			srv, err := StartServer(ctx, bin, ts.Target, r.opts.Limits, r.opts.ServerCPUs)
-			if err != nil {
-				r.skip(ts, rep, err.Error())
-				continue
-			}
-			ts.Version, ts.Command = srv.Version, srv.Args
-			ms, err := r.runTarget(ctx, sc, srv, rep)
-			srv.Stop()
-			runs = append(runs, ms...)
-			if err != nil {
-				r.skip(ts, rep, err.Error())
-				continue
-			}
-			ts.Measured = true
 		}
 	}
 	return runs
+}
+
+// runServer starts one server for ts, runs points on it and stops it.
+func (r *runner) runServer(ctx context.Context, sc *Scenario, points []Point, ts *TargetStatus, rep int) []Measurement {
+	bin := r.bins[ts.Kind]
+	if bin == "" || ts.off {
+		return nil // skipped for good; reason already recorded
+	}
+	srv, err := StartServer(ctx, bin, ts.Target, r.opts.Limits, r.opts.ServerCPUs)
+	if err != nil {
+		r.skip(ts, rep, err.Error())
+		return nil
+	}
+	ts.Version, ts.Command = srv.Version, srv.Args
+	ms, err := r.runTarget(ctx, sc, points, srv, rep)
+	srv.Stop()
+	if err != nil {
+		r.skip(ts, rep, err.Error())
+		return ms
+	}
+	ts.Measured = true
+	return ms
 }
 
 func (r *runner) skip(ts *TargetStatus, rep int, why string) {
@@ -68,10 +84,10 @@ func (r *runner) skip(ts *TargetStatus, rep int, why string) {
 	fmt.Fprintf(r.log, "!!! %s: %s\n", ts.Name, why)
 }
 
-// runTarget runs every point of sc against one started server.
-func (r *runner) runTarget(ctx context.Context, sc *Scenario, srv *Server, rep int) ([]Measurement, error) {
+// runTarget runs points of sc against one started server.
+func (r *runner) runTarget(ctx context.Context, sc *Scenario, points []Point, srv *Server, rep int) ([]Measurement, error) {
 	var out []Measurement
-	for _, p := range sc.Points {
+	for _, p := range points {
 		for _, ph := range p.Phases {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -95,6 +111,9 @@ func (r *runner) runTarget(ctx context.Context, sc *Scenario, srv *Server, rep i
 				out = append(out, m)
 			}
 			r.logPhase(sc, &m, rep)
+			if m.Hostile != nil && m.Hostile.ServerExited {
+				break // what the attack did to the server is the measurement
+			}
 			if !srv.Alive() {
 				return out, fmt.Errorf("server exited during point %s: %s", p.Label, lastLines(srv.Output(), 10))
 			}
@@ -103,20 +122,22 @@ func (r *runner) runTarget(ctx context.Context, sc *Scenario, srv *Server, rep i
 	return out, nil
 }
 
-// measure runs one phase and samples server and client CPU and memory
-// around it.
+// measure runs one phase and samples server and client CPU, memory and
+// context switches around it.
 func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measurement, error) {
-	cfg := ph.Load
-	cfg.Addr = srv.Addr
-	cfg.HardCap = r.opts.PhaseCap
-	if r.opts.Progress {
-		cfg.Progress = r.log
-	}
 	var m Measurement
 	sBefore, err1 := ReadProc(srv.PID)
 	cBefore, err2 := ReadProc(os.Getpid())
 	start := time.Now()
-	res, err := loadgen.Run(ctx, cfg)
+	var err error
+	switch {
+	case ph.Hostile != nil:
+		err = r.hostile(ctx, srv, *ph.Hostile, &m)
+	case ph.SlowReader != nil:
+		err = r.slowReader(ctx, srv, *ph.SlowReader, &m)
+	default:
+		err = r.load(ctx, srv, ph, &m)
+	}
 	wall := time.Since(start).Seconds()
 	if err != nil {
 		return m, err
@@ -126,9 +147,45 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 	if err1 == nil && err3 == nil && wall > 0 {
 		m.ServerCPUPct = 100 * (sAfter.CPUSeconds - sBefore.CPUSeconds) / wall
 		m.ServerRSSKB, m.ServerHWMKB = sAfter.RSSKB, sAfter.HWMKB
+		m.ServerVolCS, m.ServerInvolCS = sAfter.VolCS-sBefore.VolCS, sAfter.InvolCS-sBefore.InvolCS
 	}
 	if err2 == nil && err4 == nil && wall > 0 {
 		m.ClientCPUPct = 100 * (cAfter.CPUSeconds - cBefore.CPUSeconds) / wall
+	}
+	m.ServerCPUPct, m.ClientCPUPct = round1(m.ServerCPUPct), round1(m.ClientCPUPct)
+	return m, nil
+}
+
+// load runs a loadgen phase, under strace when the phase asks for it.
+func (r *runner) load(ctx context.Context, srv *Server, ph Phase, m *Measurement) error {
+	cfg := ph.Load
+	cfg.Addr = srv.Addr
+	cfg.HardCap = r.opts.PhaseCap
+	if r.opts.Progress {
+		cfg.Progress = r.log
+	}
+	var trace *straceSession
+	if ph.Strace {
+		dir, err := os.MkdirTemp("", "tandem-strace-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if trace, err = startStrace(srv.PID, dir); err != nil {
+			m.StraceError = err.Error()
+			fmt.Fprintf(r.log, "!!! %s: no syscall counts: %v\n", srv.Target.Name, err)
+		}
+	}
+	res, err := loadgen.Run(ctx, cfg)
+	if trace != nil {
+		calls, serr := trace.stop()
+		if serr != nil {
+			m.StraceError = serr.Error()
+		}
+		m.Syscalls = calls
+	}
+	if err != nil {
+		return err
 	}
 	m.ElapsedSec, m.Requests, m.ReqPerSec = math.Round(res.ElapsedSec*1e6)/1e6, res.Requests, round1(res.ReqPerSec)
 	m.HitRatio, m.BytesRead, m.BytesSent = math.Round(res.HitRatio*1e4)/1e4, res.BytesRead, res.BytesSent
@@ -137,8 +194,52 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 	for op, l := range res.Latency {
 		m.Latency[op] = roundSummary(l)
 	}
-	m.ServerCPUPct, m.ClientCPUPct = round1(m.ServerCPUPct), round1(m.ClientCPUPct)
-	return m, nil
+	return nil
+}
+
+// hostile runs a hostile phase: the probe's answered gets are its requests
+// and latencies, its failed ones its errors.
+func (r *runner) hostile(ctx context.Context, srv *Server, h HostileLoad, m *Measurement) error {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.PhaseCap)
+	defer cancel()
+	rec := loadgen.NewRecorder()
+	start := time.Now()
+	st, err := runHostile(ctx, srv, h, rec)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	m.Hostile = &st
+	m.ElapsedSec = math.Round(time.Since(start).Seconds()*1e6) / 1e6
+	probe := rec.Summary(loadgen.OpGet)
+	m.Requests, m.Errors, m.FirstError = probe.Count, st.ProbeErrors, st.FirstError
+	if m.ElapsedSec > 0 {
+		m.ReqPerSec = round1(float64(probe.Count) / m.ElapsedSec)
+	}
+	m.Latency = map[string]loadgen.Summary{}
+	if probe.Count > 0 {
+		m.Latency["get"] = roundSummary(probe)
+	}
+	m.HitHardCap = errors.Is(err, context.DeadlineExceeded)
+	return nil
+}
+
+// slowReader runs a slow-reader phase: replies received are its requests,
+// replies missing its errors.
+func (r *runner) slowReader(ctx context.Context, srv *Server, s SlowReaderLoad, m *Measurement) error {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.PhaseCap)
+	defer cancel()
+	st, elapsed, err := runSlowReader(ctx, srv.Addr, s)
+	if err != nil {
+		return err
+	}
+	m.SlowReader = &st
+	m.ElapsedSec = math.Round(elapsed.Seconds()*1e6) / 1e6
+	m.Requests, m.Errors, m.FirstError = int64(st.Replies), int64(st.Requests-st.Replies), st.FirstError
+	if m.ElapsedSec > 0 {
+		m.ReqPerSec = round1(float64(st.Replies) / m.ElapsedSec)
+	}
+	m.HitHardCap = ctx.Err() != nil
+	return nil
 }
 
 func (r *runner) logPhase(sc *Scenario, m *Measurement, rep int) {
@@ -153,6 +254,18 @@ func (r *runner) logPhase(sc *Scenario, m *Measurement, rep int) {
 	if len(m.Stats) > 0 {
 		fmt.Fprintf(r.log, "         hit ratio %.4f  server RSS %.1f MB  stats %s\n",
 			m.HitRatio, float64(m.ServerRSSKB)/1024, statsString(m.Stats))
+	}
+	if h := m.Hostile; h != nil {
+		fmt.Fprintf(r.log, "         hostile %d/%d connected, %d closed by the server; peak RSS %.1f MB; probe %d/%d answered%s\n",
+			h.Connected, h.Clients, h.Closed, float64(h.PeakRSSKB)/1024, h.ProbeSent-h.ProbeErrors, h.ProbeSent,
+			map[bool]string{true: "; SERVER EXITED"}[h.ServerExited])
+	}
+	if s := m.SlowReader; s != nil {
+		fmt.Fprintf(r.log, "         slow reader: %d/%d replies, in order %v, closed by server %v, stalled %v, %.0f KB/s\n",
+			s.Replies, s.Requests, s.InOrder, s.Closed, s.Stalled, s.ReadKBps)
+	}
+	if m.Syscalls != nil && m.Requests > 0 {
+		fmt.Fprintf(r.log, "         strace: %.2f syscalls per request\n", float64(m.Syscalls["total"])/float64(m.Requests))
 	}
 	if m.FirstError != "" {
 		fmt.Fprintf(r.log, "         first error: %s\n", m.FirstError)

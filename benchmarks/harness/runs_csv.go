@@ -18,7 +18,10 @@ var runsHeader = func() []string {
 			h = append(h, op+"_"+f)
 		}
 	}
-	return append(h, "server_stats", "first_error")
+	return append(h, "server_voluntary_cs", "server_nonvoluntary_cs", "server_syscalls",
+		"hostile_connected", "hostile_closed", "probe_sent", "probe_errors", "hostile_peak_rss_kb", "server_exited",
+		"slow_replies", "slow_in_order", "slow_closed", "slow_stalled",
+		"server_stats", "first_error")
 }()
 
 // writeRunsCSV writes runs to path.
@@ -40,6 +43,17 @@ func writeRunsCSV(path string, runs []Measurement) error {
 			s := m.Latency[op]
 			rec = append(rec, fi(s.Count), ff(s.MeanUs), ff(s.P50Us), ff(s.P90Us), ff(s.P99Us), ff(s.P999Us), ff(s.MaxUs))
 		}
+		rec = append(rec, fi(m.ServerVolCS), fi(m.ServerInvolCS), syscallString(m.Syscalls))
+		h, sl := m.Hostile, m.SlowReader
+		if h == nil {
+			h = &HostileStats{}
+		}
+		if sl == nil {
+			sl = &SlowReaderStats{}
+		}
+		rec = append(rec, fi(int64(h.Connected)), fi(int64(h.Closed)), fi(h.ProbeSent), fi(h.ProbeErrors),
+			fi(h.PeakRSSKB), strconv.FormatBool(h.ServerExited),
+			fi(int64(sl.Replies)), strconv.FormatBool(sl.InOrder), strconv.FormatBool(sl.Closed), strconv.FormatBool(sl.Stalled))
 		_ = w.Write(append(rec, statsString(m.Stats), m.FirstError))
 	}
 	w.Flush()
@@ -48,4 +62,13 @@ func writeRunsCSV(path string, runs []Measurement) error {
 		return err
 	}
 	return f.Close()
+}
+
+// syscallString renders syscall counts as "name=count ..." in name order.
+func syscallString(calls map[string]int64) string {
+	st := make(map[string]float64, len(calls))
+	for k, v := range calls {
+		st[k] = float64(v)
+	}
+	return statsString(st)
 }

@@ -38,6 +38,14 @@ type Phase struct {
 	// Stats names numeric fields of the server's "stats" reply to record
 	// after the phase (e.g. curr_items, bytes).
 	Stats []string `json:"stats,omitempty"`
+	// Strace counts the server's syscalls (strace -c -f, every thread)
+	// during Load. strace slows the server many times over: keep such a
+	// phase's request count small.
+	Strace bool `json:"strace,omitempty"`
+	// Hostile or SlowReader, when set, runs instead of Load: the
+	// robustness phases of issue #17.
+	Hostile    *HostileLoad    `json:"hostile,omitempty"`
+	SlowReader *SlowReaderLoad `json:"slow_reader,omitempty"`
 }
 
 // Point is one x-axis value of a scenario: phases run in order against one
@@ -68,9 +76,17 @@ type Scenario struct {
 	LogX    bool     // plot X on a log scale
 	Bars    bool     // categorical points: plot bars instead of lines
 	Targets []Target // nil: the run's target matrix
-	// MemoryMB, when > 0, is the -m of every target of this scenario,
-	// whatever the run's ServerLimits say (hit ratios depend on it).
-	MemoryMB int
+	// MemoryMB and MaxConns, when > 0, are the -m and -c of every target
+	// of this scenario, whatever the run's ServerLimits say (hit ratios
+	// depend on -m; the hostile scenario is defined at -m 64 -c 4096).
+	MemoryMB, MaxConns int
+	// ServerPerPoint starts a fresh server for every point (and every
+	// target at it), instead of one per target for all points: what one
+	// point does to a server (hostile clients) must not carry over.
+	ServerPerPoint bool
+	// EqualRSS, when set, searches a target's -m before the repetitions
+	// (see EqualRSS).
+	EqualRSS *EqualRSS
 	// Baseline names the target every row is compared with ("vs mc");
 	// "" = memcached at the row's -t.
 	Baseline   string
@@ -78,9 +94,22 @@ type Scenario struct {
 	Columns    []Column
 	PlotPhases []string // phases whose throughput is plotted
 	HitPhases  []string // phases whose hit ratio is plotted (one bar per phase)
+	// MetricPlots are bar plots of other per-phase values (peak RSS,
+	// probe latency, context switches per request).
+	MetricPlots []MetricPlot
 	// LatencyPhase and LatencyPoint select what the latency plot shows
 	// (LatencyPoint "" = the last point).
 	LatencyPhase, LatencyPoint string
+}
+
+// MetricPlot draws Value of Phase for every target (bars) at every point
+// (one bar per point).
+type MetricPlot struct {
+	Name  string // file name suffix: <scenario>-<Name>.png
+	Title string
+	Axis  string
+	Phase string
+	Value func(*PhaseAgg) float64
 }
 
 // baseLoad is the loadgen configuration every scenario starts from.
@@ -120,9 +149,10 @@ func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phas
 	return Phase{Name: "mixed", Report: true, Load: c}
 }
 
-// Scenarios returns the seven scenarios at profile p, in run order.
+// Scenarios returns the scenarios at profile p, in run order.
 func Scenarios(p Profile) []Scenario {
-	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p), memory(p)}
+	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p), memory(p),
+		hostile(p), slowReader(p), hitRatioRSS(p), costs(p)}
 }
 
 // ScenarioNames lists the scenario names in run order.

@@ -249,21 +249,8 @@ var hitRatioStats = []string{"curr_items", "bytes", "evictions", "limit_maxbytes
 
 // hitRatio: scenario 6.
 func hitRatio(p Profile) Scenario {
-	keys := pick[uint64](p, 100_000, 1_000_000, 1_000_000)
-	n := pick[int64](p, 200_000, 4_000_000, 4_000_000)
+	keys, n := lookAsideSize(p)
 	mem := pick(p, 2, 20, 20)
-	mk := func(name string, keySeed uint64, flush bool) Phase {
-		c := baseLoad(16)
-		c.Depth = 8
-		c.Workload, c.Dist, c.ZipfS = loadgen.LookAside, loadgen.Zipfian, 0.99
-		c.Keys, c.Requests, c.KeySeed = keys, n, keySeed
-		c.KeyPrefix, c.ValueSizes = "hr:", []int{100}
-		ph := Phase{Name: name, Report: true, Flush: flush, Load: c}
-		if !flush {
-			ph.Stats = hitRatioStats
-		}
-		return ph
-	}
 	return Scenario{
 		Name:   "hitratio",
 		Source: sourceHitRatio,
@@ -304,8 +291,89 @@ func hitRatio(p Profile) Scenario {
 		LatencyPhase: "measured",
 		Points: []Point{{
 			Label: "zipf 0.99", X: 1,
-			Phases: []Phase{mk("warmup", 1, true), mk("measured", 2, false)},
+			Phases: lookAsidePhases(keys, n),
 		}},
+	}
+}
+
+// lookAsideSize is the hit-ratio scenarios' key space and gets per phase.
+func lookAsideSize(p Profile) (keys uint64, n int64) {
+	return pick[uint64](p, 100_000, 1_000_000, 1_000_000), pick[int64](p, 200_000, 4_000_000, 4_000_000)
+}
+
+// lookAsidePhases are the hit-ratio scenarios' phases: a warm-up of n
+// look-aside gets over keys Zipf(0.99) keys from a flushed cache, then n
+// measured gets with a fresh key stream, stats read after it.
+func lookAsidePhases(keys uint64, n int64) []Phase {
+	mk := func(name string, keySeed uint64, flush bool) Phase {
+		c := baseLoad(16)
+		c.Depth = 8
+		c.Workload, c.Dist, c.ZipfS = loadgen.LookAside, loadgen.Zipfian, 0.99
+		c.Keys, c.Requests, c.KeySeed = keys, n, keySeed
+		c.KeyPrefix, c.ValueSizes = "hr:", []int{100}
+		ph := Phase{Name: name, Report: true, Flush: flush, Load: c}
+		if !flush {
+			ph.Stats = hitRatioStats
+		}
+		return ph
+	}
+	return []Phase{mk("warmup", 1, true), mk("measured", 2, false)}
+}
+
+// equalRSSTarget is scenario 10's tandem whose -m is searched.
+const equalRSSTarget = "tandem-inline-t1-eqrss"
+
+// HitRatioRSSTargets are scenario 10's targets: memcached -t 1 (the
+// reference) and tandem inline -t 1 at the same -m, and tandem inline -t 1
+// at the -m where its peak RSS equals memcached's.
+func HitRatioRSSTargets() []Target {
+	eq := TandemTarget("inline", 1, 0)
+	eq.Name = equalRSSTarget
+	return []Target{MemcachedTarget(1), TandemTarget("inline", 1, 0), eq}
+}
+
+// hitRatioRSS: scenario 10, the hit ratio at equal RAM (issue #18).
+func hitRatioRSS(p Profile) Scenario {
+	keys, n := lookAsideSize(p)
+	mem := pick(p, 2, 16, 16)
+	return Scenario{
+		Name: "hitratio-rss",
+		Title: fmt.Sprintf("10. Hit ratio at equal RSS: Zipf(0.99) look-aside over %s keys, memcached at `-m %d`",
+			thousands(float64(keys)), mem),
+		Source: "no outside post: issue #18's target, the hit-ratio scenario at equal RSS.",
+		Reproduces: fmt.Sprintf("scenario 6's look-aside workload (%s keys, 100-byte values, %s warm-up gets, then %s "+
+			"measured gets with a fresh key stream) on memcached -t 1 at `-m %d`, on tandem inline -t 1 at the same "+
+			"`-m` (equal -m) and on tandem inline -t 1 at the `-m` where its peak RSS equals memcached's (equal RSS, "+
+			"`%s`). Hit ratio and peak RSS per server.", thousands(float64(keys)), thousands(float64(n)),
+			thousands(float64(n)), mem, equalRSSTarget),
+		Notes: []string{
+			fmt.Sprintf("The equal-RSS `-m` is searched before the repetitions (or given with --equal-rss-m): one run "+
+				"of memcached at `-m %d` sets the budget, its peak RSS (VmHWM after the run); then the largest integer "+
+				"`-m` whose run peaks within the budget, found by doubling or halving from %d and bisecting, each `-m` "+
+				"run once on a fresh server. The search's runs are listed under \"Equal RSS\".", mem, mem),
+			"`peak RSS MB` is VmHWM after the run, median (min-max) over repetitions; `peak vs mc` divides it by memcached's.",
+			"`hit vs mc` is the hit ratio minus memcached's, in absolute terms.",
+		},
+		XLabel:    "workload",
+		Bars:      true,
+		MemoryMB:  mem,
+		Baseline:  MemcachedTarget(1).Name,
+		Targets:   HitRatioRSSTargets(),
+		EqualRSS:  &EqualRSS{Reference: MemcachedTarget(1).Name, Target: equalRSSTarget, StartMB: mem, MaxMB: 1024},
+		HitPhases: []string{"warmup", "measured"},
+		Columns: []Column{
+			colMemory(mem),
+			colHit("hit ratio", "measured"), colHitDiff("hit vs mc", "measured"), colHit("warm-up hit", "warmup"),
+			colPeak("measured"),
+			colVs("peak vs mc", "measured", func(a *PhaseAgg) float64 { return a.PeakRatio }),
+			colStat("items", "measured", "curr_items", 1), colStat("stats MB", "measured", "bytes", 1<<20),
+			colRate("req/s", "measured"), colErrors("warmup", "measured"),
+		},
+		MetricPlots: []MetricPlot{
+			{Name: "peak", Title: "hitratio-rss: server peak RSS", Axis: "MB (median over repetitions)", Phase: "measured",
+				Value: func(a *PhaseAgg) float64 { return a.PeakMB.Median }},
+		},
+		Points: []Point{{Label: "zipf 0.99", X: 1, Phases: lookAsidePhases(keys, n)}},
 	}
 }
 

@@ -81,6 +81,17 @@ type Measurement struct {
 	// Stats holds the server's "stats" fields the phase asked for, read
 	// after it.
 	Stats map[string]float64 `json:"server_stats,omitempty"`
+	// ServerVolCS and ServerInvolCS are the server's voluntary and
+	// nonvoluntary context switches during the phase, all threads.
+	ServerVolCS   int64 `json:"server_voluntary_cs"`
+	ServerInvolCS int64 `json:"server_nonvoluntary_cs"`
+	// Syscalls are the server's syscalls by name during a Strace phase
+	// ("total" their sum); StraceError says why they are missing.
+	Syscalls    map[string]int64 `json:"server_syscalls,omitempty"`
+	StraceError string           `json:"strace_error,omitempty"`
+	// Hostile and SlowReader are the results of those phases.
+	Hostile    *HostileStats    `json:"hostile,omitempty"`
+	SlowReader *SlowReaderStats `json:"slow_reader,omitempty"`
 }
 
 // statsString renders stats as "name=value ..." in name order.
@@ -131,10 +142,46 @@ type PhaseAgg struct {
 	RSSPerItem      float64 `json:"rss_per_item_bytes,omitempty"`
 	PeakPerItem     float64 `json:"peak_rss_per_item_bytes,omitempty"`
 	RSSPerItemRatio float64 `json:"rss_per_item_vs_baseline,omitempty"`
+	PeakRatio       float64 `json:"peak_rss_vs_baseline,omitempty"`
 	P999Ratio       float64 `json:"p999_vs_baseline,omitempty"`
 	// Stats are the medians of the server stats fields read after the
 	// phase.
 	Stats map[string]Stat `json:"server_stats,omitempty"`
+	// PeakMB is the server's peak RSS (VmHWM, or the hostile phase's
+	// sampled peak) over repetitions, with its spread.
+	PeakMB Stat `json:"peak_rss_mb"`
+	// Costs per request: server CPU time, context switches, and (Strace
+	// phases) syscalls by name, medians over repetitions.
+	CPUUsPerReq    Stat               `json:"server_cpu_us_per_request"`
+	VolCSPerReq    Stat               `json:"voluntary_cs_per_request"`
+	InvolCSPerReq  Stat               `json:"nonvoluntary_cs_per_request"`
+	SyscallsPerReq map[string]float64 `json:"syscalls_per_request,omitempty"`
+	StraceError    string             `json:"strace_error,omitempty"`
+	Hostile        *HostileAgg        `json:"hostile,omitempty"`
+	SlowReader     *SlowReaderAgg     `json:"slow_reader,omitempty"`
+}
+
+// HostileAgg folds the hostile phase over repetitions.
+type HostileAgg struct {
+	Connected   Stat  `json:"connected"`
+	Closed      Stat  `json:"closed_by_server"`
+	ProbeSent   int64 `json:"probe_sent"`   // sum over repetitions
+	ProbeErrors int64 `json:"probe_errors"` // sum over repetitions
+	Exited      int   `json:"server_exited"`
+	Reps        int   `json:"repetitions"`
+}
+
+// SlowReaderAgg folds the slow-reader phase over repetitions: in how many
+// of Reps the client got every reply, in order, was closed, or stalled.
+type SlowReaderAgg struct {
+	Requests int  `json:"requests"`
+	Replies  Stat `json:"replies"`
+	Complete int  `json:"complete"`
+	InOrder  int  `json:"in_order"`
+	Closed   int  `json:"closed_by_server"`
+	Stalled  int  `json:"stalled"`
+	ReadKBps Stat `json:"read_kb_per_sec"`
+	Reps     int  `json:"repetitions"`
 }
 
 // MainLatency returns the latency of the phase's dominant operation: get if
@@ -190,6 +237,7 @@ func aggregate(ms []Measurement) *PhaseAgg {
 		}
 	}
 	a.ReqPerSec, a.ElapsedMs, a.ReadKBps = NewStat(rps), NewStat(el), NewStat(kb)
+	aggregateCosts(a, ms)
 	a.ServerCPUPct, a.ClientCPUPct = NewStat(scpu), NewStat(ccpu)
 	// NewStat rounds to 0.1: take the ratio's median before scaling it.
 	slices.Sort(hr)
@@ -276,10 +324,102 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 			if ba.RSSPerItem > 0 {
 				a.RSSPerItemRatio = a.RSSPerItem / ba.RSSPerItem
 			}
+			if ba.PeakMB.Median > 0 {
+				a.PeakRatio = a.PeakMB.Median / ba.PeakMB.Median
+			}
 			if bl := ba.MainLatency().P999Us; bl > 0 {
 				a.P999Ratio = a.MainLatency().P999Us / bl
 			}
 		}
 	}
 	return rows
+}
+
+// aggregateCosts folds peak RSS, the per-request costs and the robustness
+// phases' results of ms into a.
+func aggregateCosts(a *PhaseAgg, ms []Measurement) {
+	var peak, cpu, vol, invol []float64
+	calls := map[string][]float64{}
+	var hostile []*HostileStats
+	var slow []*SlowReaderStats
+	for _, m := range ms {
+		hwm := m.ServerHWMKB
+		if m.Hostile != nil {
+			hwm = max(hwm, m.Hostile.PeakRSSKB)
+			hostile = append(hostile, m.Hostile)
+		}
+		if m.SlowReader != nil {
+			slow = append(slow, m.SlowReader)
+		}
+		peak = append(peak, float64(hwm)/1024)
+		if m.StraceError != "" && a.StraceError == "" {
+			a.StraceError = m.StraceError
+		}
+		if m.Requests <= 0 || m.Hostile != nil || m.SlowReader != nil {
+			continue
+		}
+		n := float64(m.Requests)
+		cpu = append(cpu, m.ServerCPUPct/100*m.ElapsedSec*1e6/n)
+		vol = append(vol, float64(m.ServerVolCS)/n)
+		invol = append(invol, float64(m.ServerInvolCS)/n)
+		for name, c := range m.Syscalls {
+			calls[name] = append(calls[name], float64(c)/n)
+		}
+	}
+	a.PeakMB = NewStat(peak)
+	a.CPUUsPerReq, a.VolCSPerReq, a.InvolCSPerReq = newStat3(cpu), newStat3(vol), newStat3(invol)
+	for name, vs := range calls {
+		if a.SyscallsPerReq == nil {
+			a.SyscallsPerReq = map[string]float64{}
+		}
+		a.SyscallsPerReq[name] = newStat3(vs).Median
+	}
+	if len(hostile) > 0 {
+		h := &HostileAgg{Reps: len(hostile)}
+		var conn, closed []float64
+		for _, s := range hostile {
+			conn = append(conn, float64(s.Connected))
+			closed = append(closed, float64(s.Closed))
+			h.ProbeSent += s.ProbeSent
+			h.ProbeErrors += s.ProbeErrors
+			if s.ServerExited {
+				h.Exited++
+			}
+		}
+		h.Connected, h.Closed = NewStat(conn), NewStat(closed)
+		a.Hostile = h
+	}
+	if len(slow) > 0 {
+		r := &SlowReaderAgg{Reps: len(slow), Requests: slow[0].Requests}
+		var replies, kbps []float64
+		for _, s := range slow {
+			replies = append(replies, float64(s.Replies))
+			kbps = append(kbps, s.ReadKBps)
+			r.Complete += b2i(s.Complete)
+			r.InOrder += b2i(s.InOrder)
+			r.Closed += b2i(s.Closed)
+			r.Stalled += b2i(s.Stalled)
+		}
+		r.Replies, r.ReadKBps = NewStat(replies), NewStat(kbps)
+		a.SlowReader = r
+	}
+}
+
+// newStat3 is NewStat rounded to 0.001 instead of 0.1: per-request counts
+// (0.25 context switches, 0.004 futex calls) need the digits.
+func newStat3(vs []float64) Stat {
+	if len(vs) == 0 {
+		return Stat{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	r := func(v float64) float64 { return math.Round(v*1000) / 1000 }
+	return Stat{Median: r(median(s)), Min: r(s[0]), Max: r(s[len(s)-1]), N: len(s)}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -25,6 +25,8 @@ type Target struct {
 	// MemoryMB, when > 0, is this target's -m instead of the run's
 	// ServerLimits.MemoryMB (a scenario that measures eviction sets it).
 	MemoryMB int `json:"memory_mb,omitempty"`
+	// MaxConns, when > 0, is this target's -c instead of the run's.
+	MaxConns int `json:"max_conns,omitempty"`
 }
 
 // TandemTarget returns the tandem target for mode at -t threads; workers > 0
@@ -70,18 +72,21 @@ type ServerLimits struct {
 }
 
 // Args returns the command-line arguments (without the binary) that start t
-// on 127.0.0.1:port. t.MemoryMB, when set, replaces lim.MemoryMB.
+// on 127.0.0.1:port. t.MemoryMB and t.MaxConns, when set, replace lim's.
 func (t Target) Args(port int, lim ServerLimits) []string {
-	mem := lim.MemoryMB
+	mem, conns := lim.MemoryMB, lim.MaxConns
 	if t.MemoryMB > 0 {
 		mem = t.MemoryMB
+	}
+	if t.MaxConns > 0 {
+		conns = t.MaxConns
 	}
 	a := []string{
 		"-p", strconv.Itoa(port),
 		"-l", "127.0.0.1",
 		"-t", strconv.Itoa(t.Threads),
 		"-m", strconv.Itoa(mem),
-		"-c", strconv.Itoa(lim.MaxConns),
+		"-c", strconv.Itoa(conns),
 	}
 	switch t.Kind {
 	case KindTandem:

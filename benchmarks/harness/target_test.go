@@ -106,6 +106,18 @@ func TestScenarioDefinitions(t *testing.T) {
 			}
 			for _, pt := range sc.Points {
 				for _, ph := range pt.Phases {
+					if h := ph.Hostile; h != nil {
+						if h.Clients < 1 || h.Duration <= 0 || h.ProbeEvery <= 0 || h.ProbeTimeout <= 0 {
+							t.Errorf("%s/%s/%s: hostile %+v", p, sc.Name, pt.Label, h)
+						}
+						continue
+					}
+					if s := ph.SlowReader; s != nil {
+						if s.Requests < 1 || s.Keys < 1 || s.ReadRate <= 0 || s.Stall <= 0 {
+							t.Errorf("%s/%s/%s: slow reader %+v", p, sc.Name, pt.Label, s)
+						}
+						continue
+					}
 					c := ph.Load
 					c.Addr = "127.0.0.1:1"
 					if err := c.Validate(); err != nil {

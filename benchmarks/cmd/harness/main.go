@@ -56,6 +56,7 @@ func run(args []string, stderr io.Writer) int {
 		progress  = fs.Bool("progress", false, "print the load generator's per-second progress lines")
 		noPlots   = fs.Bool("no-plots", false, "skip the PNG plots")
 		strict    = fs.Bool("strict", false, "exit 1 when any request failed or did not verify")
+		eqRSS     = fs.Int("equal-rss-m", 0, "hitratio-rss: run the equal-RSS tandem at this -m instead of searching it")
 		dirty     = fs.Bool("allow-dirty", false, "measure uncommitted changes (refused otherwise, except with --quick); the reports say so")
 		rerender  = fs.Bool("rerender", false, "only rewrite the .md files and plots in -out from its .json files (no measuring)")
 	)
@@ -84,6 +85,7 @@ func run(args []string, stderr io.Writer) int {
 		MemcachedBin:     *mcBin,
 		InstallMemcached: !*noInstall,
 		AllowDirty:       *dirty,
+		EqualRSSMB:       *eqRSS,
 		Limits:           harness.ServerLimits{MemoryMB: *memMB, MaxConns: *maxConns},
 		ServerCPUs:       *srvCPUs,
 		ClientCPUs:       *cliCPUs,

@@ -26,7 +26,7 @@ func TestQuickAgainstMemcached(t *testing.T) {
 	}
 	out := t.TempDir()
 	var log bytes.Buffer
-	code := run([]string{"--quick", "--targets", "memcached", "--no-install", "--out", out, "--strict", "--max-time", "50s"}, &log)
+	code := run([]string{"--quick", "--targets", "memcached", "--no-install", "--out", out, "--strict", "--max-time", "150s"}, &log)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, log.String())
 	}
@@ -68,9 +68,15 @@ func TestQuickAgainstMemcached(t *testing.T) {
 			checkHitRatio(t, &r)
 		case "memory":
 			checkMemory(t, &r)
+		case "hostile":
+			checkHostile(t, &r)
+		case "slowreader":
+			checkSlowReader(t, &r)
+		case "costs":
+			checkCosts(t, &r)
 		}
 		csv, err := os.ReadFile(filepath.Join(out, name+"-runs.csv"))
-		if err != nil || strings.Count(string(csv), "\n") < 3 {
+		if err != nil || strings.Count(string(csv), "\n") < 1+len(r.Measured()) {
 			t.Errorf("%s-runs.csv: %v\n%s", name, err, csv)
 		}
 		if _, err := os.Stat(filepath.Join(out, name+".md")); err != nil {
@@ -142,5 +148,48 @@ func checkMemory(t *testing.T, r *harness.Report) {
 	}
 	if churn.PeakPerItem <= 0 || churn.P999Ratio != 1 {
 		t.Errorf("memory: churn peak/item %v, p99.9 vs baseline %v", churn.PeakPerItem, churn.P999Ratio)
+	}
+}
+
+// checkHostile checks scenario 8's report: every attacker connected to
+// memcached (-c 4096), the probe answered, a peak RSS measured.
+func checkHostile(t *testing.T, r *harness.Report) {
+	t.Helper()
+	if r.Limits.MemoryMB != 64 || r.Limits.MaxConns != 4096 {
+		t.Errorf("hostile: limits %+v, want -m 64 -c 4096", r.Limits)
+	}
+	for _, row := range r.Rows {
+		a := row.Phase("attack")
+		h := a.Hostile
+		if h == nil || h.Connected.Median != row.X || h.ProbeSent == 0 || a.PeakMB.Median <= 0 || h.Exited != 0 {
+			t.Errorf("hostile %s at %s: %+v, peak %+v", row.Target.Name, row.Point, h, a.PeakMB)
+		}
+	}
+}
+
+// checkSlowReader checks scenario 9's report: memcached serves the slow
+// reader completely, in order, without closing it.
+func checkSlowReader(t *testing.T, r *harness.Report) {
+	t.Helper()
+	for _, row := range r.Rows {
+		s := row.Phase("read").SlowReader
+		if s == nil || s.Complete != 1 || s.InOrder != 1 || s.Closed != 0 || s.Replies.Median != float64(s.Requests) {
+			t.Errorf("slowreader %s: %+v", row.Target.Name, s)
+		}
+	}
+}
+
+// checkCosts checks scenario 11's report: context switches per request
+// measured, and syscalls when strace can attach here.
+func checkCosts(t *testing.T, r *harness.Report) {
+	t.Helper()
+	for _, row := range r.Rows {
+		run, tr := row.Phase("run"), row.Phase("strace")
+		if run.VolCSPerReq.N != 1 || run.VolCSPerReq.Median+run.InvolCSPerReq.Median <= 0 {
+			t.Errorf("costs %s %s: context switches %+v %+v", row.Target.Name, row.Point, run.VolCSPerReq, run.InvolCSPerReq)
+		}
+		if tr.StraceError == "" && tr.SyscallsPerReq["total"] <= 0 {
+			t.Errorf("costs %s %s: syscalls %v", row.Target.Name, row.Point, tr.SyscallsPerReq)
+		}
 	}
 }
