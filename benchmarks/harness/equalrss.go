@@ -61,8 +61,9 @@ func searchEqualRSS(budget float64, start, maxMB int, peak func(m int) (float64,
 			if len(trials) == maxRSSTrials {
 				return false, errSearchBudget
 			}
-			if p, err = peak(m); err != nil {
-				return false, fmt.Errorf("-m %d: %w", m, err)
+			var perr error
+			if p, perr = peak(m); perr != nil {
+				return false, fmt.Errorf("-m %d: %w", m, perr)
 			}
 			seen[m] = p
 			trials = append(trials, RSSTrial{MemoryMB: m, PeakMB: round1(p)})
@@ -71,46 +72,35 @@ func searchEqualRSS(budget float64, start, maxMB int, peak func(m int) (float64,
 	}
 	start = min(max(start, 1), maxMB)
 	lo, hi := 0, 0 // lo: largest m known within (0 = none); hi: smallest known over (0 = none)
-	ok, err := within(start)
-	if err != nil {
-		return start, false, trials, err
-	}
-	if ok {
-		lo = start
-		for hi == 0 && lo < maxMB {
-			next := min(2*lo, maxMB)
-			if ok, err = within(next); err != nil {
-				return lo, true, trials, err
-			}
-			if ok {
-				lo = next
-			} else {
-				hi = next
-			}
+	for m := start; ; {
+		ok, err := within(m)
+		if err != nil {
+			return max(lo, 1), lo > 0, trials, err
 		}
-		if hi == 0 {
+		if ok {
+			lo = m
+		} else {
+			hi = m
+		}
+		switch {
+		case lo > 0 && hi > 0: // bracketed: bisect after the loop
+		case lo == maxMB:
 			return maxMB, true, trials, nil
-		}
-	} else {
-		hi = start
-		for lo == 0 && hi > 1 {
-			next := max(hi/2, 1)
-			if ok, err = within(next); err != nil {
-				return next, false, trials, err
-			}
-			if ok {
-				lo = next
-			} else {
-				hi = next
-			}
-		}
-		if lo == 0 {
+		case hi == 1:
 			return 1, false, trials, nil
+		case lo > 0:
+			m = min(2*lo, maxMB) // within: double
+			continue
+		default:
+			m = max(hi/2, 1) // over: halve
+			continue
 		}
+		break
 	}
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if ok, err = within(mid); err != nil {
+		ok, err := within(mid)
+		if err != nil {
 			return lo, true, trials, err
 		}
 		if ok {
