@@ -204,9 +204,9 @@ func colPeak(phase string) Column {
 		case s.N == 0:
 			return "–"
 		case s.N < 2:
-			return fmt.Sprintf("%.1f", s.Median)
+			return mb(s.Median)
 		}
-		return fmt.Sprintf("%.1f (%.1f-%.1f)", s.Median, s.Min, s.Max)
+		return fmt.Sprintf("%s (%s-%s)", mb(s.Median), mb(s.Min), mb(s.Max))
 	}}
 }
 
@@ -288,4 +288,13 @@ func countOf(k, n int) string {
 		return "–"
 	}
 	return fmt.Sprintf("%d/%d", k, n)
+}
+
+// mb formats megabytes: one decimal below 100, whole MB with separators
+// above.
+func mb(v float64) string {
+	if v < 100 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return thousands(v)
 }

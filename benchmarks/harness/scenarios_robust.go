@@ -82,7 +82,7 @@ func hostile(p Profile) Scenario {
 		MetricPlots: []MetricPlot{
 			{Name: "peak", Title: "hostile: server peak RSS", Axis: "MB (median over repetitions)", Phase: "attack",
 				Value: func(a *PhaseAgg) float64 { return a.PeakMB.Median }},
-			{Name: "probe", Title: "hostile: probe p99 (answered probes)", Axis: "µs (median over repetitions)", Phase: "attack",
+			{Name: "probe", Title: "hostile: probe p99 of answered probes (no bar: no probe answered)", Axis: "µs (median over repetitions)", Phase: "attack",
 				Value: func(a *PhaseAgg) float64 { return a.MainLatency().P99Us }},
 		},
 	}
