@@ -149,12 +149,12 @@ type PhaseAgg struct {
 	Stats map[string]Stat `json:"server_stats,omitempty"`
 	// PeakMB is the server's peak RSS (VmHWM, or the hostile phase's
 	// sampled peak) over repetitions, with its spread.
-	PeakMB Stat `json:"peak_rss_mb"`
+	PeakMB Stat `json:"peak_rss_mb,omitzero"`
 	// Costs per request: server CPU time, context switches, and (Strace
 	// phases) syscalls by name, medians over repetitions.
-	CPUUsPerReq    Stat               `json:"server_cpu_us_per_request"`
-	VolCSPerReq    Stat               `json:"voluntary_cs_per_request"`
-	InvolCSPerReq  Stat               `json:"nonvoluntary_cs_per_request"`
+	CPUUsPerReq    Stat               `json:"server_cpu_us_per_request,omitzero"`
+	VolCSPerReq    Stat               `json:"voluntary_cs_per_request,omitzero"`
+	InvolCSPerReq  Stat               `json:"nonvoluntary_cs_per_request,omitzero"`
 	SyscallsPerReq map[string]float64 `json:"syscalls_per_request,omitempty"`
 	StraceError    string             `json:"strace_error,omitempty"`
 	Hostile        *HostileAgg        `json:"hostile,omitempty"`
