@@ -26,7 +26,7 @@ func TestQuickAgainstMemcached(t *testing.T) {
 	}
 	out := t.TempDir()
 	var log bytes.Buffer
-	code := run([]string{"--quick", "--targets", "memcached", "--no-install", "--out", out, "--strict", "--max-time", "150s"}, &log)
+	code := run([]string{"--quick", "--targets", "memcached", "--no-install", "--out", out, "--strict", "--max-time", "5m"}, &log)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, log.String())
 	}
