@@ -11,6 +11,8 @@ import (
 
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // The bad-input catalogue: hostile and malformed requests, each with the
@@ -515,7 +517,7 @@ func runCatalogue(t *testing.T, addr string, reference bool) {
 // every tandem must still serve and must have recovered from no panic.
 func TestBadInputCatalogue(t *testing.T) {
 	if *recordCatalogue {
-		mc := startMemcached(t)
+		mc := testenv.StartMemcached(t)
 		for _, tc := range catalogue() {
 			got, err := converseDialect(mc.Addr, tc, quietFor(swallowed))
 			fmt.Printf("%-50q want: %s, state: %v, err %v\n", tc.name, quote(got.reply), got.state, err)
@@ -524,7 +526,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 	t.Run("memcached", func(t *testing.T) {
 		t.Parallel()
-		mc := startMemcached(t)
+		mc := testenv.StartMemcached(t)
 		runCatalogue(t, mc.Addr, true)
 	})
 	forModes(t, func(t *testing.T, mode string) {

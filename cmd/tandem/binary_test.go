@@ -17,6 +17,7 @@ import (
 	"github.com/couchbase/gomemcached"
 	mc "github.com/couchbase/gomemcached/client"
 
+	"github.com/tandemcache/tandem/cmd/testenv"
 	"github.com/tandemcache/tandem/protocol"
 )
 
@@ -169,7 +170,7 @@ func binDiffCases() []struct{ name, req string } {
 // the real memcached.
 func TestBinaryDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mcd := startMemcached(t)
+		mcd := testenv.StartMemcached(t)
 		s := startServer(t, mode, "-m", "256")
 		for _, tc := range binDiffCases() {
 			want, wantClosed, err := binExchange(mcd.Addr, tc.req)
@@ -190,7 +191,7 @@ func TestBinaryDifferential(t *testing.T) {
 // TestMemcapableBinary runs libmemcached's conformance checker in binary
 // mode against every mode.
 func TestMemcapableBinary(t *testing.T) {
-	tool := needTool(t, "memccapable", "libmemcached-tools")
+	tool := testenv.NeedTool(t, "memccapable", "libmemcached-tools")
 	forModes(t, func(t *testing.T, mode string) {
 		s := startServer(t, mode)
 		host, port, _ := net.SplitHostPort(s.Addr)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // metaPipeline builds n random meta commands on a few keys, mostly quiet,
@@ -65,7 +67,7 @@ func metaPipeline(rng *rand.Rand, prefix string, n int) string {
 // for replaying step by step.
 func TestMetaPipelineDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mcd := startMemcached(t)
+		mcd := testenv.StartMemcached(t)
 		s := startServer(t, mode)
 		rng := rand.New(rand.NewPCG(42, uint64(len(mode))))
 		for round := range 40 {
@@ -156,7 +158,7 @@ var metaDiffCases = []struct{ name, req string }{
 // TestMetaDifferential compares individual meta exchanges with memcached.
 func TestMetaDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mcd := startMemcached(t)
+		mcd := testenv.StartMemcached(t)
 		s := startServer(t, mode)
 		for _, tc := range metaDiffCases {
 			want, wantClosed, err := exchange(mcd.Addr, tc.req)

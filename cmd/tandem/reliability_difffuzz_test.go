@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // TestDiffFuzz is the differential fuzzer: a seeded, bounded random stream
@@ -70,7 +72,7 @@ func TestDiffFuzz(t *testing.T) {
 		// references, and memcached writes a shrunk counter in place (padded
 		// with spaces) only when nothing else holds the item, so they make
 		// its replies racy.
-		mc := startMemcached(t, "-m", "1024", "-o", "no_lru_crawler,no_lru_maintainer")
+		mc := testenv.StartMemcached(t, "-m", "1024", "-o", "no_lru_crawler,no_lru_maintainer")
 		s := startServer(t, v.mode, append([]string{"-m", "1024", "-t", "2", "--workers", "2"}, v.extra...)...)
 		runDiffFuzz(t, s.Addr, mc.Addr, seed, n)
 	})

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // TestRestartUnderLoad kills the server with SIGKILL while clients are
@@ -19,7 +21,7 @@ import (
 // did not write (after the restart a miss is the only other answer).
 func TestRestartUnderLoad(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		port := strconv.Itoa(freePort(t))
+		port := strconv.Itoa(testenv.FreePort(t))
 		s := startServer(t, mode, "-p", port, "-t", "2")
 		addr := s.Addr
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemcache/tandem/cmd/testenv"
 	"github.com/tandemcache/tandem/protocol/transcript"
 )
 
@@ -21,7 +22,7 @@ func TestTranscripts(t *testing.T) {
 	cases := loadAllTranscripts(t)
 	t.Run("memcached", func(t *testing.T) {
 		t.Parallel()
-		mc := startMemcached(t)
+		mc := testenv.StartMemcached(t)
 		replayTranscripts(t, mc.Addr, cases)
 	})
 	forModes(t, func(t *testing.T, mode string) {
