@@ -429,10 +429,27 @@ func TestSlowloris(t *testing.T) {
 	})
 }
 
+// The soak tests store many times -m and bound the server's peak RSS
+// (VmHWM, which no sampling can miss) by a multiple of -m. The multiples are
+// what today's storage honestly meets at -m 32, where the Go runtime's own
+// memory weighs as much as the items, with room for run-to-run variation;
+// they are not goals. Measured on a 2-core machine, peak RSS / -m over three
+// runs of the three modes at commit 9b092fe:
+//
+//   - mixed sizes (TestMemorySoak): 2.64 to 3.23
+//   - 50-150 byte values (TestMemorySoakSmallValues): 4.35 to 4.46, the
+//     per-item overhead (docs/operations.md)
+//
+// The storage rewrite is expected to lower both; tighten the bounds with it.
+const (
+	soakRSSBound      = 3.75 // x -m, mixed sizes
+	soakSmallRSSBound = 5.0  // x -m, 50-150 byte values
+)
+
 // TestMemorySoak stores values of random sizes totalling 20 times -m (5
 // times with -short) from 4 pipelining clients: "stats bytes" must never
-// exceed limit_maxbytes and the server's RSS must stay under 1.5 x -m +
-// 64 MiB. It measures a binary built without the race detector.
+// exceed limit_maxbytes and the server's peak RSS must stay under
+// soakRSSBound x -m. It measures a binary built without the race detector.
 func TestMemorySoak(t *testing.T) {
 	factor := 20
 	if testing.Short() {
@@ -441,33 +458,31 @@ func TestMemorySoak(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
 		// Log-uniform sizes from 16 B to 256 KiB: most items are small, most
 		// bytes are in large ones.
-		runSoak(t, mode, factor, 16, 256<<10, 1.5)
+		runSoak(t, mode, factor, 16, 256<<10, soakRSSBound)
 	})
 }
 
 // TestMemorySoakSmallValues is the soak with values of 50 to 150 bytes, where
-// tandem's per-item overhead dominates: docs/operations.md documents about
-// 2.4 x -m of RSS for 100-byte values, above the 1.5 x -m + 64 MiB the other
-// soak holds, so this one checks 3 x -m + 64 MiB and logs the ratio. It
-// stores 5 times -m (2 times with -short).
+// tandem's per-item overhead dominates: peak RSS must stay under
+// soakSmallRSSBound x -m. It stores 5 times -m (2 times with -short).
 func TestMemorySoakSmallValues(t *testing.T) {
 	factor := 5
 	if testing.Short() {
 		factor = 2
 	}
 	forModes(t, func(t *testing.T, mode string) {
-		runSoak(t, mode, factor, 50, 150, 3)
+		runSoak(t, mode, factor, 50, 150, soakSmallRSSBound)
 	})
 }
 
 // runSoak stores factor x -m bytes in values of minSize to maxSize bytes
-// (log-uniform) and checks stats bytes and that RSS stays under
-// rssFactor x -m + 64 MiB.
-func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssFactor float64) {
+// (log-uniform) and checks stats bytes and that the peak RSS stays under
+// rssBound x -m.
+func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssBound float64) {
 	const mb = 32
 	s := startServerBin(t, plainBinary(t), mode, "-m", strconv.Itoa(mb), "-t", "2")
 	pid := s.pid()
-	limit := int64(rssFactor*float64(mb<<20)) + 64<<20
+	limit := int64(rssBound * float64(mb<<20))
 	target := int64(factor) * mb << 20
 
 	payload := make([]byte, maxSize)
@@ -476,7 +491,6 @@ func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssFac
 		payload[i] = 'a' + payload[i]%26
 	}
 	var sent atomic.Int64
-	var peakRSS atomic.Int64
 	var maxBytes atomic.Uint64
 	var statErr atomic.Value
 	stop := make(chan struct{})
@@ -484,29 +498,24 @@ func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssFac
 	samplers.Add(1)
 	go func() {
 		defer samplers.Done()
-		for i := 0; ; i++ {
-			if r, err := readRSS(pid); err == nil && r > peakRSS.Load() {
-				peakRSS.Store(r)
-			}
-			if i%8 == 0 {
-				st, err := serverStats(s.Addr, "")
-				if err != nil {
-					statErr.Store(err)
-				} else {
-					b, _ := strconv.ParseUint(st["bytes"], 10, 64)
-					lim, _ := strconv.ParseUint(st["limit_maxbytes"], 10, 64)
-					if b > maxBytes.Load() {
-						maxBytes.Store(b)
-					}
-					if b > lim {
-						statErr.Store(fmt.Errorf("stats bytes %d > limit_maxbytes %d", b, lim))
-					}
+		for {
+			st, err := serverStats(s.Addr, "")
+			if err != nil {
+				statErr.Store(err)
+			} else {
+				b, _ := strconv.ParseUint(st["bytes"], 10, 64)
+				lim, _ := strconv.ParseUint(st["limit_maxbytes"], 10, 64)
+				if b > maxBytes.Load() {
+					maxBytes.Store(b)
+				}
+				if b > lim {
+					statErr.Store(fmt.Errorf("stats bytes %d > limit_maxbytes %d", b, lim))
 				}
 			}
 			select {
 			case <-stop:
 				return
-			case <-time.After(25 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
 	}()
@@ -537,14 +546,21 @@ func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssFac
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("stored %d MiB (%dx -m %d) in %v: peak RSS %d MiB = %.2f x -m (limit %d MiB), peak stats bytes %d of %s, %s items, %s evictions",
-		sent.Load()>>20, sent.Load()/(mb<<20), mb, time.Since(start).Round(time.Millisecond), peakRSS.Load()>>20,
-		float64(peakRSS.Load())/float64(mb<<20), limit>>20, maxBytes.Load(), st["limit_maxbytes"], st["curr_items"], st["evictions"])
-	if sent.Load() < target {
-		t.Errorf("only %d of %d MiB stored within the time bound", sent.Load()>>20, target>>20)
+	peak, err := readPeakRSS(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if peakRSS.Load() > limit {
-		t.Errorf("peak RSS %d MiB exceeds %.1f x -m + 64 MiB = %d MiB", peakRSS.Load()>>20, rssFactor, limit>>20)
+	t.Logf("stored %d MiB (%dx -m %d) in %v: peak RSS %d MiB = %.2f x -m (bound %.2f x = %d MiB), peak stats bytes %d of %s, %s items, %s evictions",
+		sent.Load()>>20, sent.Load()/(mb<<20), mb, time.Since(start).Round(time.Millisecond), peak>>20,
+		float64(peak)/float64(mb<<20), rssBound, limit>>20, maxBytes.Load(), st["limit_maxbytes"], st["curr_items"], st["evictions"])
+	if sent.Load() < target {
+		t.Errorf("only %d of %d MiB stored within the hang guard", sent.Load()>>20, target>>20)
+	}
+	if b, lim := statUint(t, st, "bytes"), statUint(t, st, "limit_maxbytes"); b > lim {
+		t.Errorf("stats bytes %d > limit_maxbytes %d after the soak", b, lim)
+	}
+	if peak > limit {
+		t.Errorf("peak RSS %d MiB = %.2f x -m exceeds the bound %.2f x -m = %d MiB", peak>>20, float64(peak)/float64(mb<<20), rssBound, limit>>20)
 	}
 }
 

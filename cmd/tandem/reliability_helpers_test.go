@@ -55,7 +55,15 @@ func procRSS(t testing.TB, pid int) int64 {
 }
 
 // readRSS reads VmRSS from /proc/<pid>/status; safe from any goroutine.
-func readRSS(pid int) (int64, error) {
+func readRSS(pid int) (int64, error) { return readProcStatusKB(pid, "VmRSS") }
+
+// readPeakRSS reads VmHWM, the peak resident set size of the process's
+// life so far, which no sampling can miss.
+func readPeakRSS(pid int) (int64, error) { return readProcStatusKB(pid, "VmHWM") }
+
+// readProcStatusKB reads a "<field>: <n> kB" line of /proc/<pid>/status, in
+// bytes.
+func readProcStatusKB(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -63,15 +71,15 @@ func readRSS(pid int) (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("VmRSS line %q: %w", sc.Text(), err)
+				return 0, fmt.Errorf("%s line %q: %w", field, sc.Text(), err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // serverStats fetches "stats" (or "stats <group>") on a fresh connection.
