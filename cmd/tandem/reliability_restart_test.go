@@ -40,7 +40,7 @@ func TestRestartUnderLoad(t *testing.T) {
 			}(id)
 		}
 
-		if !waitFor(10*time.Second, func() bool { return before.Load() >= 200 }) {
+		if !waitFor(time.Minute, func() bool { return before.Load() >= 200 }) {
 			t.Fatalf("no load before the kill: %d round trips", before.Load())
 		}
 		s.Kill() // SIGKILL under load
@@ -50,7 +50,7 @@ func TestRestartUnderLoad(t *testing.T) {
 		t.Logf("%d round trips before SIGKILL; listening again on the same port %v after the kill",
 			before.Load(), time.Since(killed).Round(time.Millisecond))
 
-		recovered := waitFor(15*time.Second, func() bool {
+		recovered := waitFor(time.Minute, func() bool { // a hang guard
 			for i := range after {
 				if after[i].Load() < 20 {
 					return false
@@ -69,7 +69,7 @@ func TestRestartUnderLoad(t *testing.T) {
 			for i := range after {
 				counts = append(counts, after[i].Load())
 			}
-			t.Errorf("clients did not all recover within 15 s: round trips after the restart %v", counts)
+			t.Errorf("clients did not all recover within a minute: round trips after the restart %v", counts)
 		}
 		checkHealthy(t, s2)
 	})
