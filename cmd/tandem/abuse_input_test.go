@@ -36,10 +36,15 @@ var recordCatalogue = flag.Bool("tandem.catalogue.record", false,
 type badInput struct {
 	name    string
 	dialect string // "text", "meta" or "binary"
-	// segments are the request bytes, written with a 100 ms pause between
-	// segments (one segment for most cases).
+	// segments are the request bytes (one segment for most cases); each
+	// reaches the server as a read of its own (see converse).
 	segments []string
-	style    writeStyle
+	// await[i], when set, is the reply that must have arrived before
+	// segment i+1 is written (its length is awaited; the comparison is at
+	// the end): for cases where memcached's reply depends on what it had
+	// sent before a later segment arrived.
+	await []string
+	style writeStyle
 	// want is the exact reply; state what the connection does after it.
 	want  string
 	state streamState
@@ -134,9 +139,10 @@ var textBadInput = []badInput{
 		want: "CLIENT_ERROR bad command line format\r\n"},
 	// memcached drops the VALUEs already produced by a get that fails on
 	// a later key (and every reply still queued on the connection, hence
-	// the pause after the set).
+	// the wait for the set's reply).
 	{name: "get key of 251 bytes after a good key", segments: req("set bi:k251a 0 0 1\r\na\r\n", "get bi:k251a "+key251+"\r\n"),
-		want: "STORED\r\nCLIENT_ERROR bad command line format\r\n"},
+		await: req("STORED\r\n"),
+		want:  "STORED\r\nCLIENT_ERROR bad command line format\r\n"},
 	{name: "delete key of 251 bytes", segments: req("delete " + key251 + "\r\n"),
 		want: "CLIENT_ERROR bad command line format\r\n"},
 	{name: "incr key of 251 bytes", segments: req("incr " + key251 + " 1\r\n"),
@@ -271,7 +277,8 @@ var textBadInput = []badInput{
 	// Formerly a known tandem bug, fixed: the keys before the bad one are
 	// looked up (and touched) like memcached does.
 	{name: "gat touches the keys before a too-long key", segments: req("set bi:kb1 0 0 1\r\na\r\n", "gat -1 bi:kb1 "+key251+"\r\n", "get bi:kb1\r\n"),
-		want: "STORED\r\nCLIENT_ERROR bad command line format\r\nEND\r\n"},
+		await: req("STORED\r\n", "STORED\r\nCLIENT_ERROR bad command line format\r\n"),
+		want:  "STORED\r\nCLIENT_ERROR bad command line format\r\nEND\r\n"},
 
 	// Documented differences: memcached artefacts tandem does not copy.
 	{name: "get with a too-long key pipelined after a set", segments: req("set bi:x1 0 0 1\r\na\r\nget bi:x1 " + key251 + "\r\n"),
@@ -342,7 +349,8 @@ var (
 		{name: "binary: incr by 2^64-1 wraps", segments: req(bin(0x01, "bn:h", setExtras(0, 0), "2") + bin(0x05, "bn:h", incrExtras(1<<64-1, 0, 0), "")), want: "\x81\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00/\x81\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\b\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x000\x00\x00\x00\x00\x00\x00\x00\x01"},
 		{name: "binary: decr below 0", segments: req(bin(0x01, "bn:i", setExtras(0, 0), "5") + bin(0x06, "bn:i", incrExtras(10, 0, 0), "")), want: "\x81\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x001\x81\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\b\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x002\x00\x00\x00\x00\x00\x00\x00\x00"},
 		{name: "binary: quiet get miss then noop", segments: req(bin(0x09, "bn:j", "", "") + bin(0x0a, "", "", "")), want: "\x81\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00"},
-		{name: "binary: bad magic after a request", segments: req(bin(0x0a, "", "", ""), "\x42"+strings.Repeat("\x00", 23)), want: "\x81\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00", state: closedConn},
+		{name: "binary: bad magic after a request", segments: req(bin(0x0a, "", "", ""), "\x42"+strings.Repeat("\x00", 23)),
+			await: req(binNoopReply), want: binNoopReply, state: closedConn},
 		{name: "binary: bad magic in the same read as a request", segments: req(bin(0x00, "bn:l", "", "") + "\x42" + strings.Repeat("\x00", 23)),
 			want: "\x81\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\t\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00Not found", state: closedConn},
 		{name: "binary: split across tiny writes", style: writeTiny,
@@ -446,21 +454,25 @@ func probeDialect(addr, dialect string) error {
 // converseDialect runs one case with the sentinel of its dialect.
 func converseDialect(addr string, tc badInput, quiet time.Duration) (conversation, error) {
 	if tc.dialect == "binary" {
-		return converseWith(addr, tc.segments, tc.style, quiet, binarySentinel, binarySentinelReply)
+		return converseWith(addr, tc.segments, tc.await, tc.style, quiet, binarySentinel, binarySentinelReply)
 	}
-	return converse(addr, tc.segments, tc.style, quiet)
+	return converse(addr, tc.segments, tc.await, tc.style, quiet)
 }
 
-// quietFor is how long a connection must stay silent before the driver
-// decides it is swallowing input. Where the expected outcome is not
-// swallowing, a correct server ends the exchange itself (the sentinel's
-// reply or a close), so the wait is long enough for a loaded machine;
-// where it is, the wait is what the case costs.
+// binNoopReply is the reply to bin(0x0a, "", "", ""), a noop.
+const binNoopReply = "\x81\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00"
+
+// quietFor is how long a connection must stay silent, after the server
+// has read every byte sent, before the driver decides it is swallowing
+// input (see settle). Where the expected outcome is not swallowing, a
+// correct server ends the exchange itself (the sentinel's reply or a
+// close), so the wait is the hang guard; where it is, the wait is what the
+// case costs.
 func quietFor(expect streamState) time.Duration {
 	if expect == swallowed {
 		return 800 * time.Millisecond
 	}
-	return 10 * time.Second
+	return hangGuard
 }
 
 // runCatalogue runs every case against addr.

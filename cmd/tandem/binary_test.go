@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -33,39 +31,21 @@ func be64s(v uint64) string { return string(binary.BigEndian.AppendUint64(nil, v
 const binSentinelOpaque = 0x5e47141e
 
 // binExchange sends req followed by a noop on a fresh connection and reads
-// responses until the noop's reply, a close or a quiet period. It returns
+// responses until the noop's reply or a close (see exchange). It returns
 // the responses rendered one per line (CAS ids shown only as present), and
 // whether the server closed the connection.
 func binExchange(addr, req string) (string, bool, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, hangGuard)
 	if err != nil {
 		return "", false, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	closed := false
-	if _, err := io.WriteString(c, req+binRequest(protocol.OpNoop, "", "", "", binSentinelOpaque, 0)); err != nil {
-		closed = true
-	}
-	var got bytes.Buffer
-	buf := make([]byte, 64<<10)
-	for {
-		lines, done := renderBin(got.Bytes())
-		if done {
-			return lines, closed, nil
-		}
-		_ = c.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
-		n, err := c.Read(buf)
-		got.Write(buf[:n])
-		if err != nil {
-			lines, _ := renderBin(got.Bytes())
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return lines, closed, nil
-			}
-			return lines, true, nil
-		}
-	}
+	r := newReplyReader(c)
+	_ = c.SetWriteDeadline(time.Now().Add(hangGuard))
+	_, _ = io.WriteString(c, req+binRequest(protocol.OpNoop, "", "", "", binSentinelOpaque, 0))
+	state, err := r.settle(func(b []byte) bool { _, done := renderBin(b); return done }, 0)
+	lines, _ := renderBin(r.take())
+	return lines, state == closedConn, err
 }
 
 // renderBin renders complete responses in b and reports whether the

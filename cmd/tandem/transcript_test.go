@@ -63,7 +63,7 @@ func replayTranscripts(t *testing.T, addr string, cases []transcript.Case) {
 		if tc.Close {
 			wantState = closedConn
 		}
-		got, err := converse(addr, segs, writeWhole, quietFor(wantState))
+		got, err := converse(addr, segs, nil, writeWhole, quietFor(wantState))
 		if err != nil {
 			t.Errorf("%s: %s: %v", tc.File, tc.Name, err)
 			continue
