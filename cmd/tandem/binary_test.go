@@ -35,16 +35,9 @@ const binSentinelOpaque = 0x5e47141e
 // the responses rendered one per line (CAS ids shown only as present), and
 // whether the server closed the connection.
 func binExchange(addr, req string) (string, bool, error) {
-	c, err := net.DialTimeout("tcp", addr, hangGuard)
-	if err != nil {
-		return "", false, err
-	}
-	defer c.Close()
-	r := newReplyReader(c)
-	_ = c.SetWriteDeadline(time.Now().Add(hangGuard))
-	_, _ = io.WriteString(c, req+binRequest(protocol.OpNoop, "", "", "", binSentinelOpaque, 0))
-	state, err := r.settle(func(b []byte) bool { _, done := renderBin(b); return done }, 0)
-	lines, _ := renderBin(r.take())
+	noop := binRequest(protocol.OpNoop, "", "", "", binSentinelOpaque, 0)
+	got, state, err := exchangeUntil(addr, req+noop, func(b []byte) bool { _, done := renderBin(b); return done })
+	lines, _ := renderBin(got)
 	return lines, state == closedConn, err
 }
 

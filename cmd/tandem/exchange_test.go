@@ -28,22 +28,28 @@ const hangGuard = time.Minute
 // nor closes within the hang guard is an error: the differential cases
 // never leave a server waiting for input.
 func exchange(addr, req string) (reply string, closed bool, err error) {
+	got, state, err := exchangeUntil(addr, req+sentinel, endsWith(sentinelReply))
+	if state == inSync {
+		got = got[:len(got)-len(sentinelReply)]
+	}
+	return string(got), state == closedConn, err
+}
+
+// exchangeUntil writes req on a fresh connection and returns what the
+// server sends until done holds or it closes (see settle, without quiet).
+func exchangeUntil(addr, req string, done func([]byte) bool) ([]byte, streamState, error) {
 	c, err := net.DialTimeout("tcp", addr, hangGuard)
 	if err != nil {
-		return "", false, err
+		return nil, 0, err
 	}
 	defer c.Close()
 	r := newReplyReader(c)
 	_ = c.SetWriteDeadline(time.Now().Add(hangGuard))
 	// The server may close while we write (e.g. an overlong line): the
 	// reader sees the close.
-	_, _ = io.WriteString(c, req+sentinel)
-	state, err := r.settle(endsWith(sentinelReply), 0)
-	got := r.take()
-	if state == inSync {
-		got = got[:len(got)-len(sentinelReply)]
-	}
-	return string(got), state == closedConn, err
+	_, _ = io.WriteString(c, req)
+	state, err := r.settle(done, 0)
+	return r.take(), state, err
 }
 
 // endsWith reports whether a reply ends in suffix.
