@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // TestReplyOrder checks, black box over the wire, that every reply comes
@@ -155,11 +157,13 @@ func (w *orderWorkload) run(addr string, id uint64, total int) error {
 	// A small receive buffer: the kernel holds little of the backlog, the
 	// server holds the rest.
 	_ = c.(*net.TCPConn).SetReadBuffer(16 << 10)
-	_ = c.SetDeadline(time.Now().Add(3 * time.Minute)) // hang guard
+	start := time.Now()
+	_ = c.SetDeadline(start.Add(2 * time.Minute)) // hang guard
 
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	outstanding := 0    // guarded by mu: reply bytes requested, not yet read
+	read := 0           // guarded by mu: reply bytes read
 	readerDone := false // guarded by mu
 	expect := make(chan orderReq, 1<<16)
 
@@ -203,12 +207,14 @@ func (w *orderWorkload) run(addr string, id uint64, total int) error {
 	rerr := w.check(c, id, expect, func(n int) {
 		mu.Lock()
 		outstanding -= n
+		read += n
 		cond.Signal()
 		mu.Unlock()
 	})
 	mu.Lock()
 	readerDone = true
 	cond.Signal()
+	rerr = annotate(rerr, "%v after the connection opened, %d reply bytes read, %d outstanding", time.Since(start).Round(time.Millisecond), read, outstanding)
 	mu.Unlock()
 	if rerr != nil {
 		c.Close() // unblock the writer
@@ -217,6 +223,14 @@ func (w *orderWorkload) run(addr string, id uint64, total int) error {
 		return rerr
 	}
 	return <-werr
+}
+
+// annotate adds context to a non-nil error.
+func annotate(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w\n (%s)", err, fmt.Sprintf(format, args...))
 }
 
 // Reader phases: slow reads until orderSlowBytes were read, then fast ones
@@ -263,8 +277,8 @@ func (w *orderWorkload) check(c net.Conn, id uint64, expect <-chan orderReq, con
 			chunk = chunk[k:]
 		}
 		if err != nil {
-			return fmt.Errorf("connection %d: reading the reply to request %d (%s) at byte %d of %d, after %d reply bytes: %v",
-				id, cur.seq, strings.TrimSpace(cur.text), off, len(cur.reply), read, err)
+			return fmt.Errorf("connection %d: reading the reply to request %d (%s) at byte %d of %d, after %d reply bytes: %v\n (sockets: %s)",
+				id, cur.seq, strings.TrimSpace(cur.text), off, len(cur.reply), read, err, testenv.Queues(c))
 		}
 		if off == len(cur.reply) && len(expect) == 0 {
 			// Everything read so far is checked; the stream may be over.

@@ -50,6 +50,26 @@ func WaitRead(c net.Conn, timeout time.Duration) error {
 	}
 }
 
+// Queues describes the kernel queues of both ends of c, for a failure
+// message: c's send and receive queues and those of the peer socket, as
+// /proc/net/tcp reports them ("gone" for a socket that no longer exists).
+func Queues(c net.Conn) string {
+	local, err1 := addrPort(c.LocalAddr())
+	remote, err2 := addrPort(c.RemoteAddr())
+	socks, err3 := tcpSockets()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err.Error()
+	}
+	show := func(k sockKey) string {
+		q, ok := socks[k]
+		if !ok {
+			return "gone"
+		}
+		return fmt.Sprintf("send queue %d, receive queue %d", q.tx, q.rx)
+	}
+	return fmt.Sprintf("here: %s; peer: %s", show(sockKey{local, remote}), show(sockKey{remote, local}))
+}
+
 func addrPort(a net.Addr) (netip.AddrPort, error) {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
