@@ -21,7 +21,7 @@ import (
 // through all its states: replies queued for the event loop, replies waiting
 // in the loop's outbound buffer while the client reads slowly, direct writes
 // by workers (--worker-writes) resuming once that buffer drained, 256 KiB
-// and small replies interleaved, pipelined over thousands of batches.
+// and small replies interleaved, pipelined over hundreds of batches.
 //
 // Each connection runs a seeded stream of requests (meta gets carrying
 // their sequence number as the opaque, classic gets of distinct keys, mn),
@@ -49,13 +49,22 @@ func TestReplyOrder(t *testing.T) {
 		w := newOrderWorkload()
 		w.preload(t, s.Addr)
 		const conns = 4
-		errc := make(chan error, conns)
+		type result struct {
+			summary string
+			err     error
+		}
+		results := make(chan result, conns)
 		for i := range conns {
-			go func() { errc <- w.run(s.Addr, uint64(i), total) }()
+			go func() {
+				summary, err := w.run(s.Addr, uint64(i), total)
+				results <- result{summary, err}
+			}()
 		}
 		for range conns {
-			if err := <-errc; err != nil {
-				t.Error(err)
+			if r := <-results; r.err != nil {
+				t.Error(r.err)
+			} else {
+				t.Log(r.summary)
 			}
 		}
 		checkHealthy(t, s)
@@ -145,20 +154,21 @@ func (w *orderWorkload) next(rng *rand.Rand, seq int) orderReq {
 const orderWindow = 8 << 20
 
 // run drives one connection: a writer sends the stream in batches while
-// credit allows, a reader checks the replies. It returns the first
-// difference, or an error when the stream does not finish within the hang
-// guard.
-func (w *orderWorkload) run(addr string, id uint64, total int) error {
+// credit allows, a reader checks the replies. It returns a summary, or the
+// first difference, or an error when the stream does not finish within the
+// hang guard.
+func (w *orderWorkload) run(addr string, id uint64, total int) (string, error) {
 	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
 	// A fixed receive buffer (no autotuning to megabytes), so the kernel
-	// holds less of the backlog and the server more. Not smaller: below
-	// twice the loopback MSS (64 KiB) Linux stops sending window updates
-	// as the reader drains, and the connection stalls for minutes on the
-	// sender's zero-window probes.
+	// holds less of the backlog and the server more. Not much smaller:
+	// with 16 KiB (under the loopback MSS of 64 KiB) a connection was seen
+	// to stall for minutes with this buffer empty and megabytes in the
+	// server's send queue, the sender apparently left to zero-window
+	// probes.
 	_ = c.(*net.TCPConn).SetReadBuffer(256 << 10)
 	start := time.Now()
 	_ = c.SetDeadline(start.Add(2 * time.Minute)) // hang guard
@@ -171,6 +181,7 @@ func (w *orderWorkload) run(addr string, id uint64, total int) error {
 	expect := make(chan orderReq, 1<<16)
 
 	werr := make(chan error, 1)
+	requests, batches := 0, 0 // written by the writer before werr
 	go func() {
 		defer close(expect)
 		rng := rand.New(rand.NewPCG(id, 7))
@@ -203,6 +214,7 @@ func (w *orderWorkload) run(addr string, id uint64, total int) error {
 				return
 			}
 			sent += size
+			requests, batches = seq, batches+1
 		}
 		werr <- nil
 	}()
@@ -223,9 +235,13 @@ func (w *orderWorkload) run(addr string, id uint64, total int) error {
 		c.Close() // unblock the writer
 		for range expect {
 		}
-		return rerr
+		return "", rerr
 	}
-	return <-werr
+	if err := <-werr; err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("connection %d: %d requests in %d batches, %d reply bytes, in order, in %v",
+		id, requests, batches, read, time.Since(start).Round(time.Millisecond)), nil
 }
 
 // annotate adds context to a non-nil error.
