@@ -11,6 +11,8 @@ import (
 
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // The bad-input catalogue: hostile and malformed requests, each with the
@@ -22,26 +24,27 @@ import (
 // exception that says why; they are checked against tandem only.
 //
 // Cases are grouped by dialect: textBadInput (the classic protocol, fully),
-// metaBadInput and binaryBadInput. A dialect's cases run against tandem only
-// when it answers the dialect's probe (see dialectSupported), so cases can
-// be written before a dialect lands. Binary cases use a binary noop as their
-// sentinel and are compared with CAS fields masked.
+// metaBadInput and binaryBadInput. Each dialect must answer a probe first
+// (see probeDialect); a server that does not fails the test. Binary cases
+// use a binary noop as their sentinel and are compared with CAS fields
+// masked.
 
-var (
-	recordCatalogue = flag.Bool("tandem.catalogue.record", false,
-		"print memcached's replies to the bad-input catalogue instead of checking them")
-	strictKnownBugs = flag.Bool("tandem.knownbugs", false,
-		"fail on catalogue cases marked as known tandem bugs (by default they are logged loudly)")
-)
+var recordCatalogue = flag.Bool("tandem.catalogue.record", false,
+	"print memcached's replies to the bad-input catalogue instead of checking them")
 
 // badInput is one catalogue case.
 type badInput struct {
 	name    string
 	dialect string // "text", "meta" or "binary"
-	// segments are the request bytes, written with a 100 ms pause between
-	// segments (one segment for most cases).
+	// segments are the request bytes (one segment for most cases); each
+	// reaches the server as a read of its own (see converse).
 	segments []string
-	style    writeStyle
+	// await[i], when set, is the reply that must have arrived before
+	// segment i+1 is written (its length is awaited; the comparison is at
+	// the end): for cases where memcached's reply depends on what it had
+	// sent before a later segment arrived.
+	await []string
+	style writeStyle
 	// want is the exact reply; state what the connection does after it.
 	want  string
 	state streamState
@@ -56,10 +59,6 @@ type badInput struct {
 	// robust cases check only that the server answers or closes without
 	// hanging and stays healthy (the reply is not specified).
 	robust bool
-	// knownBug marks a case where tandem is known to differ from memcached
-	// and should not: it is reported loudly but fails only with
-	// -tandem.knownbugs. Remove the marker once fixed.
-	knownBug string
 }
 
 func req(s ...string) []string { return s }
@@ -140,9 +139,10 @@ var textBadInput = []badInput{
 		want: "CLIENT_ERROR bad command line format\r\n"},
 	// memcached drops the VALUEs already produced by a get that fails on
 	// a later key (and every reply still queued on the connection, hence
-	// the pause after the set).
+	// the wait for the set's reply).
 	{name: "get key of 251 bytes after a good key", segments: req("set bi:k251a 0 0 1\r\na\r\n", "get bi:k251a "+key251+"\r\n"),
-		want: "STORED\r\nCLIENT_ERROR bad command line format\r\n"},
+		await: req("STORED\r\n"),
+		want:  "STORED\r\nCLIENT_ERROR bad command line format\r\n"},
 	{name: "delete key of 251 bytes", segments: req("delete " + key251 + "\r\n"),
 		want: "CLIENT_ERROR bad command line format\r\n"},
 	{name: "incr key of 251 bytes", segments: req("incr " + key251 + " 1\r\n"),
@@ -277,7 +277,8 @@ var textBadInput = []badInput{
 	// Formerly a known tandem bug, fixed: the keys before the bad one are
 	// looked up (and touched) like memcached does.
 	{name: "gat touches the keys before a too-long key", segments: req("set bi:kb1 0 0 1\r\na\r\n", "gat -1 bi:kb1 "+key251+"\r\n", "get bi:kb1\r\n"),
-		want: "STORED\r\nCLIENT_ERROR bad command line format\r\nEND\r\n"},
+		await: req("STORED\r\n", "STORED\r\nCLIENT_ERROR bad command line format\r\n"),
+		want:  "STORED\r\nCLIENT_ERROR bad command line format\r\nEND\r\n"},
 
 	// Documented differences: memcached artefacts tandem does not copy.
 	{name: "get with a too-long key pipelined after a set", segments: req("set bi:x1 0 0 1\r\na\r\nget bi:x1 " + key251 + "\r\n"),
@@ -298,8 +299,7 @@ var textBadInput = []badInput{
 	{name: "quit closes", segments: req("get bi:q\r\nquit\r\nget bi:q\r\n"), want: "END\r\n", state: closedConn},
 }
 
-// metaBadInput and binaryBadInput hold the meta and binary protocol cases;
-// they run once tandem answers the dialect.
+// metaBadInput and binaryBadInput hold the meta and binary protocol cases.
 var (
 	metaBadInput = []badInput{
 		{name: "meta: mg without key", segments: req("mg\r\n"), want: "ERROR\r\n"},
@@ -349,7 +349,8 @@ var (
 		{name: "binary: incr by 2^64-1 wraps", segments: req(bin(0x01, "bn:h", setExtras(0, 0), "2") + bin(0x05, "bn:h", incrExtras(1<<64-1, 0, 0), "")), want: "\x81\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00/\x81\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00\b\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x000\x00\x00\x00\x00\x00\x00\x00\x01"},
 		{name: "binary: decr below 0", segments: req(bin(0x01, "bn:i", setExtras(0, 0), "5") + bin(0x06, "bn:i", incrExtras(10, 0, 0), "")), want: "\x81\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x001\x81\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\b\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x002\x00\x00\x00\x00\x00\x00\x00\x00"},
 		{name: "binary: quiet get miss then noop", segments: req(bin(0x09, "bn:j", "", "") + bin(0x0a, "", "", "")), want: "\x81\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00"},
-		{name: "binary: bad magic after a request", segments: req(bin(0x0a, "", "", ""), "\x42"+strings.Repeat("\x00", 23)), want: "\x81\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00", state: closedConn},
+		{name: "binary: bad magic after a request", segments: req(bin(0x0a, "", "", ""), "\x42"+strings.Repeat("\x00", 23)),
+			await: req(binNoopReply), want: binNoopReply, state: closedConn},
 		{name: "binary: bad magic in the same read as a request", segments: req(bin(0x00, "bn:l", "", "") + "\x42" + strings.Repeat("\x00", 23)),
 			want: "\x81\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\t\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00Not found", state: closedConn},
 		{name: "binary: split across tiny writes", style: writeTiny,
@@ -418,12 +419,14 @@ func catalogue() []badInput {
 	return all
 }
 
-// dialectSupported reports whether the server at addr answers the dialect.
-func dialectSupported(addr, dialect string) bool {
+// probeDialect checks that the server at addr answers a request of the
+// dialect: a failed probe is a test failure, so that a dialect the server
+// stopped speaking cannot drop its catalogue cases quietly.
+func probeDialect(addr, dialect string) error {
 	var probe, want string
 	switch dialect {
 	case "text":
-		return true
+		probe, want = sentinel, sentinelReply
 	case "meta":
 		probe, want = "mn\r\n", "MN\r\n"
 	case "binary":
@@ -431,51 +434,55 @@ func dialectSupported(addr, dialect string) bool {
 		probe = "\x80\x0a" + strings.Repeat("\x00", 22)
 		want = "\x81\x0a"
 	}
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, time.Minute)
 	if err != nil {
-		return false
+		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(time.Minute)) // a hang guard: the reply ends the probe
 	if _, err := c.Write([]byte(probe)); err != nil {
-		return false
+		return err
 	}
 	buf := make([]byte, len(want))
-	n, _ := io.ReadFull(c, buf)
-	return string(buf[:n]) == want
+	n, err := io.ReadFull(c, buf)
+	if string(buf[:n]) != want {
+		return fmt.Errorf("%s probe %q answered %q (%v), want %q", dialect, probe, buf[:n], err, want)
+	}
+	return nil
 }
 
 // converseDialect runs one case with the sentinel of its dialect.
 func converseDialect(addr string, tc badInput, quiet time.Duration) (conversation, error) {
 	if tc.dialect == "binary" {
-		return converseWith(addr, tc.segments, tc.style, quiet, binarySentinel, binarySentinelReply)
+		return converseWith(addr, tc.segments, tc.await, tc.style, quiet, binarySentinel, binarySentinelReply)
 	}
-	return converse(addr, tc.segments, tc.style, quiet)
+	return converse(addr, tc.segments, tc.await, tc.style, quiet)
 }
 
-// quietFor is how long a connection must stay silent before the driver
-// decides it is swallowing input. Where the expected outcome is not
-// swallowing, a correct server ends the exchange itself (the sentinel's
-// reply or a close), so the wait is long enough for a loaded machine;
-// where it is, the wait is what the case costs.
+// binNoopReply is the reply to bin(0x0a, "", "", ""), a noop.
+const binNoopReply = "\x81\n\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03\x04\x00\x00\x00\x00\x00\x00\x00\x00"
+
+// quietFor is how long a connection must stay silent, after the server
+// has read every byte sent, before the driver decides it is swallowing
+// input (see settle). Where the expected outcome is not swallowing, a
+// correct server ends the exchange itself (the sentinel's reply or a
+// close), so the wait is the hang guard; where it is, the wait is what the
+// case costs.
 func quietFor(expect streamState) time.Duration {
 	if expect == swallowed {
 		return 800 * time.Millisecond
 	}
-	return 10 * time.Second
+	return hangGuard
 }
 
 // runCatalogue runs every case against addr.
 func runCatalogue(t *testing.T, addr string, reference bool) {
-	supported := map[string]bool{}
 	for _, d := range []string{"text", "meta", "binary"} {
-		supported[d] = dialectSupported(addr, d)
+		if err := probeDialect(addr, d); err != nil {
+			t.Errorf("the server does not speak %s (its catalogue cases run anyway): %v", d, err)
+		}
 	}
 	for _, tc := range catalogue() {
-		if !supported[tc.dialect] && !reference {
-			t.Logf("SKIPPED %s case %q: the server does not speak %s yet", tc.dialect, tc.name, tc.dialect)
-			continue
-		}
 		want, state := tc.want, tc.state
 		if reference && tc.exception != "" {
 			if !tc.mcDiffers {
@@ -494,15 +501,6 @@ func runCatalogue(t *testing.T, addr string, reference bool) {
 		if tc.dialect == "binary" {
 			got.reply, want = maskBinaryCAS(got.reply), maskBinaryCAS(want)
 		}
-		if tc.knownBug != "" && !reference && !*strictKnownBugs {
-			if got.reply == want && got.state == state {
-				t.Logf("KNOWN BUG FIXED? %s (%s) now passes: remove its knownBug marker", tc.name, tc.dialect)
-			} else {
-				t.Logf("!!! KNOWN BUG (fails with -tandem.knownbugs): %s: %s\n got %s (%v)\nwant %s (%v)", tc.name, tc.knownBug,
-					quote(got.reply), got.state, quote(want), state)
-			}
-			continue
-		}
 		if got.reply != want || got.state != state {
 			t.Errorf("%s (%s): request %s\n got %s (%v)\nwant %s (%v)", tc.name, tc.dialect,
 				quote(strings.Join(tc.segments, "")), quote(got.reply), got.state, quote(want), state)
@@ -515,7 +513,7 @@ func runCatalogue(t *testing.T, addr string, reference bool) {
 // every tandem must still serve and must have recovered from no panic.
 func TestBadInputCatalogue(t *testing.T) {
 	if *recordCatalogue {
-		mc := startMemcached(t)
+		mc := testenv.StartMemcached(t)
 		for _, tc := range catalogue() {
 			got, err := converseDialect(mc.Addr, tc, quietFor(swallowed))
 			fmt.Printf("%-50q want: %s, state: %v, err %v\n", tc.name, quote(got.reply), got.state, err)
@@ -524,7 +522,7 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 	t.Run("memcached", func(t *testing.T) {
 		t.Parallel()
-		mc := startMemcached(t)
+		mc := testenv.StartMemcached(t)
 		runCatalogue(t, mc.Addr, true)
 	})
 	forModes(t, func(t *testing.T, mode string) {

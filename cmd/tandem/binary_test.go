@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +15,7 @@ import (
 	"github.com/couchbase/gomemcached"
 	mc "github.com/couchbase/gomemcached/client"
 
+	"github.com/tandemcache/tandem/cmd/testenv"
 	"github.com/tandemcache/tandem/protocol"
 )
 
@@ -32,39 +31,14 @@ func be64s(v uint64) string { return string(binary.BigEndian.AppendUint64(nil, v
 const binSentinelOpaque = 0x5e47141e
 
 // binExchange sends req followed by a noop on a fresh connection and reads
-// responses until the noop's reply, a close or a quiet period. It returns
+// responses until the noop's reply or a close (see exchange). It returns
 // the responses rendered one per line (CAS ids shown only as present), and
 // whether the server closed the connection.
 func binExchange(addr, req string) (string, bool, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return "", false, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	closed := false
-	if _, err := io.WriteString(c, req+binRequest(protocol.OpNoop, "", "", "", binSentinelOpaque, 0)); err != nil {
-		closed = true
-	}
-	var got bytes.Buffer
-	buf := make([]byte, 64<<10)
-	for {
-		lines, done := renderBin(got.Bytes())
-		if done {
-			return lines, closed, nil
-		}
-		_ = c.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
-		n, err := c.Read(buf)
-		got.Write(buf[:n])
-		if err != nil {
-			lines, _ := renderBin(got.Bytes())
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				return lines, closed, nil
-			}
-			return lines, true, nil
-		}
-	}
+	noop := binRequest(protocol.OpNoop, "", "", "", binSentinelOpaque, 0)
+	got, state, err := exchangeUntil(addr, req+noop, func(b []byte) bool { _, done := renderBin(b); return done })
+	lines, _ := renderBin(got)
+	return lines, state == closedConn, err
 }
 
 // renderBin renders complete responses in b and reports whether the
@@ -169,7 +143,7 @@ func binDiffCases() []struct{ name, req string } {
 // the real memcached.
 func TestBinaryDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mcd := startMemcached(t)
+		mcd := testenv.StartMemcached(t)
 		s := startServer(t, mode, "-m", "256")
 		for _, tc := range binDiffCases() {
 			want, wantClosed, err := binExchange(mcd.Addr, tc.req)
@@ -190,7 +164,7 @@ func TestBinaryDifferential(t *testing.T) {
 // TestMemcapableBinary runs libmemcached's conformance checker in binary
 // mode against every mode.
 func TestMemcapableBinary(t *testing.T) {
-	tool := needTool(t, "memccapable", "libmemcached-tools")
+	tool := testenv.NeedTool(t, "memccapable", "libmemcached-tools")
 	forModes(t, func(t *testing.T, mode string) {
 		s := startServer(t, mode)
 		host, port, _ := net.SplitHostPort(s.Addr)
@@ -327,7 +301,7 @@ func TestBindingProtocol(t *testing.T) {
 	if _, err := io.WriteString(c, "get a b c d e f g h i j k l m\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard
 	if n, err := c.Read(make([]byte, 16)); err == nil || n != 0 {
 		t.Fatalf("-B binary must close a text connection: %d %v", n, err)
 	}

@@ -5,21 +5,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-)
 
-// needTool returns the path of a Debian tool the test needs, or skips loudly.
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("SKIPPED: %s not installed (Debian package %s); the README's test command installs it", name, pkg)
-	}
-	return p
-}
+	"github.com/tandemcache/tandem/cmd/testenv"
+)
 
 // TestMemcapableASCII runs libmemcached's conformance checker (ascii) against every mode.
 func TestMemcapableASCII(t *testing.T) {
-	tool := needTool(t, "memccapable", "libmemcached-tools")
+	tool := testenv.NeedTool(t, "memccapable", "libmemcached-tools")
 	forModes(t, func(t *testing.T, mode string) {
 		s := startServer(t, mode)
 		host, port, _ := net.SplitHostPort(s.Addr)

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // casField matches the CAS unique of a gets/gats VALUE line: CAS ids differ
@@ -64,7 +66,7 @@ var diffCases = []struct{ name, req string }{
 // TestDifferentialText compares tandem (every mode) with the real memcached.
 func TestDifferentialText(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mc := startMemcached(t) // one per mode: the cases share state in order
+		mc := testenv.StartMemcached(t) // one per mode: the cases share state in order
 		s := startServer(t, mode, "-m", "256")
 		for _, tc := range diffCases {
 			want, wantClosed, err := exchange(mc.Addr, tc.req)

@@ -333,7 +333,7 @@ func (cl *linClient) do(in linInput) (linOutput, error) {
 	case "delete":
 		req = "delete " + in.key + "\r\n"
 	}
-	_ = cl.c.SetDeadline(time.Now().Add(20 * time.Second))
+	_ = cl.c.SetDeadline(time.Now().Add(2 * time.Minute)) // a hang guard
 	if _, err := io.WriteString(cl.c, req); err != nil {
 		return linOutput{}, err
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // metaPipeline builds n random meta commands on a few keys, mostly quiet,
@@ -65,7 +67,7 @@ func metaPipeline(rng *rand.Rand, prefix string, n int) string {
 // for replaying step by step.
 func TestMetaPipelineDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mcd := startMemcached(t)
+		mcd := testenv.StartMemcached(t)
 		s := startServer(t, mode)
 		rng := rand.New(rand.NewPCG(42, uint64(len(mode))))
 		for round := range 40 {
@@ -90,52 +92,120 @@ func TestMetaPipelineDifferential(t *testing.T) {
 	})
 }
 
-// sameUpToTTLTick reports whether two meta replies are equal except for
-// remaining-TTL flags (t<seconds>) that differ by one: each server reads its
-// own clock, and a second may tick between the two exchanges of a round.
+// sameUpToTTLTick reports whether two replies are equal byte for byte,
+// except that the digits of a remaining-TTL flag (t<seconds>) on a meta
+// reply line may differ by one: each server reads its own clock, and a
+// second may tick between the two exchanges of a round. Spaces, line breaks
+// and data blocks (after VA and VALUE lines) must match exactly.
 func sameUpToTTLTick(got, want string) bool {
-	if got == want {
+	for got != want {
+		gl, grest, gok := strings.Cut(got, "\r\n")
+		wl, wrest, wok := strings.Cut(want, "\r\n")
+		if !gok || !wok || !sameLineUpToTTLTick(gl, wl) {
+			return false
+		}
+		got, want = grest, wrest
+		if n, ok := dataBlockLen(wl); ok {
+			// The data block and its \r\n, exactly.
+			if len(got) < n+2 || len(want) < n+2 || got[:n+2] != want[:n+2] {
+				return false
+			}
+			got, want = got[n+2:], want[n+2:]
+		}
+	}
+	return true
+}
+
+// metaCodes are the meta reply codes whose lines carry flags.
+var metaCodes = map[string]bool{"HD": true, "VA": true, "EN": true, "NF": true, "NS": true, "EX": true}
+
+// sameLineUpToTTLTick compares one reply line (without \r\n): equal, or a
+// meta reply line whose tokens, split at single spaces, are equal but for
+// TTL flags one apart.
+func sameLineUpToTTLTick(g, w string) bool {
+	if g == w {
 		return true
 	}
-	g, w := strings.Fields(got), strings.Fields(want)
-	if len(g) != len(w) || strings.Count(got, "\r\n") != strings.Count(want, "\r\n") {
+	gt, wt := strings.Split(g, " "), strings.Split(w, " ")
+	if len(gt) != len(wt) || !metaCodes[wt[0]] {
 		return false
 	}
-	for i := range g {
-		if g[i] == w[i] {
+	for i := range gt {
+		if gt[i] == wt[i] {
 			continue
 		}
-		a, okA := ttlFlag(g[i])
-		b, okB := ttlFlag(w[i])
-		if !okA || !okB || a-b > 1 || b-a > 1 {
+		a, okA := ttlFlag(gt[i])
+		b, okB := ttlFlag(wt[i])
+		if i == 0 || !okA || !okB || a-b > 1 || b-a > 1 {
 			return false
 		}
 	}
 	return true
 }
 
-// ttlFlag parses a remaining-TTL flag with a TTL ("t158"; not "t-1").
+// dataBlockLen returns the length of the data block that follows a VA or
+// VALUE line.
+func dataBlockLen(line string) (int, bool) {
+	f := strings.Split(line, " ")
+	var size string
+	switch {
+	case f[0] == "VA" && len(f) >= 2:
+		size = f[1]
+	case f[0] == "VALUE" && len(f) >= 4:
+		size = f[3]
+	default:
+		return 0, false
+	}
+	n, err := strconv.Atoi(size)
+	return n, err == nil && n >= 0
+}
+
+// ttlFlag parses a remaining-TTL flag with a TTL in canonical decimal
+// ("t158", "t0"; not "t-1", "t007" or "t+5").
 func ttlFlag(tok string) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimPrefix(tok, "t"))
-	return n, strings.HasPrefix(tok, "t") && err == nil && n >= 0
+	digits, ok := strings.CutPrefix(tok, "t")
+	if !ok || digits == "" || len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
 }
 
 func TestSameUpToTTLTick(t *testing.T) {
 	for _, tc := range []struct {
+		name      string
 		got, want string
 		same      bool
 	}{
-		{"HD t158\r\n", "HD t158\r\n", true},
-		{"HD t157\r\n", "HD t158\r\n", true},
-		{"HD t159 f5\r\n", "HD t158 f5\r\n", true},
-		{"HD t156\r\n", "HD t158\r\n", false},
-		{"HD t-1\r\n", "HD t0\r\n", false},
-		{"HD t158 f4\r\n", "HD t158 f5\r\n", false},
-		{"HD t158\r\nEN\r\n", "HD t158 EN\r\n", false},
-		{"VA 2 t9\r\nab\r\n", "VA 2 t9\r\nac\r\n", false},
+		{"equal", "HD t158\r\n", "HD t158\r\n", true},
+		{"one tick down", "HD t157\r\n", "HD t158\r\n", true},
+		{"one tick up with more flags", "HD t159 f5\r\n", "HD t158 f5\r\n", true},
+		{"tick across a digit", "VA 2 t10 f1\r\nab\r\n", "VA 2 t9 f1\r\nab\r\n", true},
+		{"ticks on several lines", "HD t5\r\nEN\r\nVA 1 t7\r\nx\r\nMN\r\n", "HD t4\r\nEN\r\nVA 1 t8\r\nx\r\nMN\r\n", true},
+		{"two ticks", "HD t156\r\n", "HD t158\r\n", false},
+		{"no TTL against a TTL", "HD t-1\r\n", "HD t0\r\n", false},
+		{"leading zero", "HD t0158\r\n", "HD t158\r\n", false},
+		{"another flag differs", "HD t158 f4\r\n", "HD t158 f5\r\n", false},
+		{"moved line break", "HD t158\r\nEN\r\n", "HD t158 EN\r\n", false},
+		{"line break moved between flags", "HD\r\nf5 EN\r\n", "HD f5\r\nEN\r\n", false},
+		{"double space", "HD  f5\r\n", "HD f5\r\n", false},
+		{"trailing space", "HD f5 \r\n", "HD f5\r\n", false},
+		{"trailing space after a tick", "HD t5 \r\n", "HD t4\r\n", false},
+		{"bare newline", "HD t5\n", "HD t5\r\n", false},
+		{"missing final line break", "HD t5", "HD t5\r\n", false},
+		{"data differs", "VA 2 t9\r\nab\r\n", "VA 2 t9\r\nac\r\n", false},
+		{"t token inside data", "VA 3 t9\r\nt12\r\n", "VA 3 t9\r\nt13\r\n", false},
+		{"t token inside a classic value", "VALUE k 0 3\r\nt12\r\nEND\r\n", "VALUE k 0 3\r\nt13\r\nEND\r\n", false},
+		{"tick on a line that is no meta reply", "STORED t5\r\n", "STORED t4\r\n", false},
+		{"extra bytes", "HD t5\r\nMN\r\n", "HD t5\r\n", false},
 	} {
 		if got := sameUpToTTLTick(tc.got, tc.want); got != tc.same {
-			t.Errorf("sameUpToTTLTick(%q, %q) = %v, want %v", tc.got, tc.want, got, tc.same)
+			t.Errorf("%s: sameUpToTTLTick(%q, %q) = %v, want %v", tc.name, tc.got, tc.want, got, tc.same)
 		}
 	}
 }
@@ -156,7 +226,7 @@ var metaDiffCases = []struct{ name, req string }{
 // TestMetaDifferential compares individual meta exchanges with memcached.
 func TestMetaDifferential(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
-		mcd := startMemcached(t)
+		mcd := testenv.StartMemcached(t)
 		s := startServer(t, mode)
 		for _, tc := range metaDiffCases {
 			want, wantClosed, err := exchange(mcd.Addr, tc.req)

@@ -31,7 +31,7 @@ func metricsAddr(t *testing.T, s *server) string {
 // scrape fetches url and returns the body and status code.
 func scrape(t *testing.T, url string) (string, int) {
 	t.Helper()
-	cl := &http.Client{Timeout: 10 * time.Second}
+	cl := &http.Client{Timeout: time.Minute} // a hang guard
 	resp, err := cl.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)

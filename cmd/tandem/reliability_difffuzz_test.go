@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // TestDiffFuzz is the differential fuzzer: a seeded, bounded random stream
@@ -70,7 +70,7 @@ func TestDiffFuzz(t *testing.T) {
 		// references, and memcached writes a shrunk counter in place (padded
 		// with spaces) only when nothing else holds the item, so they make
 		// its replies racy.
-		mc := startMemcached(t, "-m", "1024", "-o", "no_lru_crawler,no_lru_maintainer")
+		mc := testenv.StartMemcached(t, "-m", "1024", "-o", "no_lru_crawler,no_lru_maintainer")
 		s := startServer(t, v.mode, append([]string{"-m", "1024", "-t", "2", "--workers", "2"}, v.extra...)...)
 		runDiffFuzz(t, s.Addr, mc.Addr, seed, n)
 	})
@@ -81,46 +81,40 @@ type fuzzPeer struct {
 	name string
 	addr string
 	c    net.Conn
+	r    *replyReader
 }
 
 func (p *fuzzPeer) dial() error {
 	if p.c != nil {
 		p.c.Close()
 	}
-	c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", p.addr, hangGuard)
 	if err != nil {
 		return err
 	}
-	p.c = c
+	p.c, p.r = c, newReplyReader(c)
 	return nil
 }
 
-// exchange writes req and the sentinel and reads until the sentinel's reply,
-// a close (the connection is then reopened) or a quiet second.
+// exchange writes req and the sentinel and reads until the sentinel's
+// reply, a close, or the server swallows the input: it read every byte
+// sent and stayed silent for a second (see settle). After a close or a
+// swallow the connection is reopened, so the next batch starts clean.
 func (p *fuzzPeer) exchange(req string) (reply string, closed bool, err error) {
-	_ = p.c.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = p.c.SetWriteDeadline(time.Now().Add(hangGuard))
 	if _, err := io.WriteString(p.c, req+sentinel); err != nil {
 		return "", true, p.dial()
 	}
-	var got bytes.Buffer
-	buf := make([]byte, 64<<10)
-	for {
-		if bytes.HasSuffix(got.Bytes(), []byte(sentinelReply)) {
-			return string(got.Bytes()[:got.Len()-len(sentinelReply)]), false, nil
-		}
-		_ = p.c.SetReadDeadline(time.Now().Add(time.Second))
-		n, err := p.c.Read(buf)
-		got.Write(buf[:n])
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Both servers are expected to swallow alike; reconnect so
-				// the next batch starts clean.
-				return got.String(), false, p.dial()
-			}
-			return got.String(), true, p.dial()
-		}
+	state, err := p.r.settle(endsWith(sentinelReply), time.Second)
+	got := p.r.take()
+	if err != nil {
+		return string(got), false, err
 	}
+	if state == inSync {
+		return string(got[:len(got)-len(sentinelReply)]), false, nil
+	}
+	// Both servers are expected to close or swallow alike.
+	return string(got), state == closedConn, p.dial()
 }
 
 func runDiffFuzz(t *testing.T, tandemAddr, mcAddr string, seed int64, n int) {
@@ -130,7 +124,7 @@ func runDiffFuzz(t *testing.T, tandemAddr, mcAddr string, seed int64, n int) {
 		if err := p.dial(); err != nil {
 			t.Fatal(err)
 		}
-		defer p.c.Close()
+		defer func() { p.c.Close() }() // the connection open at the end
 	}
 	g := newFuzzGen(seed)
 	pairs := map[string][]casPair{} // per key, oldest first

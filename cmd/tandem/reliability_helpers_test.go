@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // Helpers shared by the reliability, abuse, transcript and linearizability
@@ -55,7 +55,15 @@ func procRSS(t testing.TB, pid int) int64 {
 }
 
 // readRSS reads VmRSS from /proc/<pid>/status; safe from any goroutine.
-func readRSS(pid int) (int64, error) {
+func readRSS(pid int) (int64, error) { return readProcStatusKB(pid, "VmRSS") }
+
+// readPeakRSS reads VmHWM, the peak resident set size of the process's
+// life so far, which no sampling can miss.
+func readPeakRSS(pid int) (int64, error) { return readProcStatusKB(pid, "VmHWM") }
+
+// readProcStatusKB reads a "<field>: <n> kB" line of /proc/<pid>/status, in
+// bytes.
+func readProcStatusKB(pid int, field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -63,15 +71,15 @@ func readRSS(pid int) (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("VmRSS line %q: %w", sc.Text(), err)
+				return 0, fmt.Errorf("%s line %q: %w", field, sc.Text(), err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // serverStats fetches "stats" (or "stats <group>") on a fresh connection.
@@ -166,13 +174,17 @@ const (
 	writeTiny
 )
 
-// converse opens a connection to addr, writes the segments of req (pausing
-// 100 ms between segments) in the given style followed by the sentinel, and
-// reads until the sentinel's reply, a close, or quiet ms without a byte once
-// everything was written. Writing and reading run concurrently so that a
+// converse opens a connection to addr, writes the segments of req in the
+// given style followed by the sentinel, and returns what the server sent
+// before the sentinel's reply and what the connection did (see settle;
+// quiet > 0 allows it to swallow the input). Between segments it waits until
+// the server has read the previous one (testenv.WaitRead), so each segment
+// reaches the server as a read of its own, and, where await names it, until
+// the reply to the segments so far has arrived (memcached drops replies it
+// still holds when some errors follow). Replies are read while writing, so a
 // large request cannot deadlock against the replies it produces.
-func converse(addr string, segments []string, style writeStyle, quiet time.Duration) (conversation, error) {
-	return converseWith(addr, segments, style, quiet, sentinel, sentinelReply)
+func converse(addr string, segments, await []string, style writeStyle, quiet time.Duration) (conversation, error) {
+	return converseWith(addr, segments, await, style, quiet, sentinel, sentinelReply)
 }
 
 // binarySentinel is a binary-protocol noop with opaque 0xdeadbeef, and
@@ -183,8 +195,8 @@ const (
 )
 
 // converseWith is converse with another sentinel request and reply.
-func converseWith(addr string, segments []string, style writeStyle, quiet time.Duration, sentinel, sentinelReply string) (conversation, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+func converseWith(addr string, segments, await []string, style writeStyle, quiet time.Duration, sentinel, sentinelReply string) (conversation, error) {
+	c, err := net.DialTimeout("tcp", addr, hangGuard)
 	if err != nil {
 		return conversation{}, err
 	}
@@ -192,68 +204,32 @@ func converseWith(addr string, segments []string, style writeStyle, quiet time.D
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	_ = c.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	written := make(chan struct{})
-	var writtenAt time.Time // set before written is closed
-	go func() {
-		defer close(written)
-		defer func() { writtenAt = time.Now() }()
-		for i, seg := range segments {
-			if i > 0 {
-				time.Sleep(100 * time.Millisecond)
+	_ = c.SetWriteDeadline(time.Now().Add(hangGuard))
+	r := newReplyReader(c)
+	for i, seg := range segments {
+		if i > 0 {
+			if err := testenv.WaitRead(c, hangGuard); err != nil {
+				return conversation{reply: string(r.take())}, err
 			}
-			if writeChunks(c, seg, style) != nil {
-				return // the server closed: the reader sees it
-			}
-		}
-		_, _ = io.WriteString(c, sentinel)
-	}()
-	var got bytes.Buffer
-	buf := make([]byte, 64<<10)
-	hardStop := time.Now().Add(60 * time.Second)
-	for {
-		if bytes.HasSuffix(got.Bytes(), []byte(sentinelReply)) {
-			<-written
-			return conversation{reply: string(got.Bytes()[:got.Len()-len(sentinelReply)]), state: inSync}, nil
-		}
-		deadline := time.Now().Add(quiet)
-		select {
-		case <-written:
-		default:
-			deadline = time.Now().Add(5 * time.Second) // still writing: not quiet yet
-		}
-		_ = c.SetReadDeadline(minTime(deadline, hardStop))
-		n, err := c.Read(buf)
-		got.Write(buf[:n])
-		if err == nil {
-			continue
-		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			if time.Now().After(hardStop) {
-				return conversation{reply: got.String(), state: swallowed}, fmt.Errorf("no end after 60s")
-			}
-			select {
-			case <-written:
-				if time.Since(writtenAt) >= quiet {
-					return conversation{reply: got.String(), state: swallowed}, nil
+			if i <= len(await) && await[i-1] != "" {
+				n := len(await[i-1])
+				// A wrong reply, or a close, shows in the comparison.
+				if ok, _ := r.await(func(b []byte) bool { return len(b) >= n }, time.Now().Add(hangGuard)); !ok {
+					break
 				}
-			default:
 			}
-			continue
 		}
-		// EOF or reset: closed. Unblock the writer.
-		c.Close()
-		<-written
-		return conversation{reply: got.String(), state: closedConn}, nil
+		if writeChunks(c, seg, style) != nil {
+			break // the server closed: the reader sees it
+		}
 	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
+	_, _ = io.WriteString(c, sentinel)
+	state, err := r.settle(endsWith(sentinelReply), quiet)
+	got := r.take()
+	if state == inSync {
+		got = got[:len(got)-len(sentinelReply)]
 	}
-	return b
+	return conversation{reply: string(got), state: state}, err
 }
 
 // writeChunks writes s whole or in tiny pieces.

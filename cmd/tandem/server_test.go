@@ -120,20 +120,22 @@ func (s *server) Stop(timeout time.Duration) (exitCode int, err error) {
 	return s.cmd.ProcessState.ExitCode(), nil
 }
 
-// dial opens a raw connection with a deadline for the whole test step.
+// dial opens a raw connection with a deadline for the whole test step, a
+// hang guard.
 func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := net.DialTimeout("tcp", addr, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
 // roundTrip writes req and reads until the reply has want's length (or the
-// connection closes or times out), returning what was read.
+// connection closes, or a minute passes: a hang guard), returning what was
+// read.
 func roundTrip(t testing.TB, c net.Conn, req string, wantLen int) string {
 	t.Helper()
 	if _, err := io.WriteString(c, req); err != nil {
@@ -145,7 +147,7 @@ func roundTrip(t testing.TB, c net.Conn, req string, wantLen int) string {
 func readN(t testing.TB, c net.Conn, n int) string {
 	t.Helper()
 	buf := make([]byte, n)
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
 	got, err := io.ReadFull(c, buf)
 	if err != nil {
 		return string(buf[:got])

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // opsStats fetches "stats" or "stats <group>" on a fresh connection and
@@ -23,7 +25,7 @@ func opsStats(t testing.TB, addr, group string) [][2]string {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(time.Minute)) // a hang guard
 	cmd := "stats\r\n"
 	if group != "" {
 		cmd = "stats " + group + "\r\n"
@@ -148,7 +150,7 @@ func TestStatsGroupsLikeMemcached(t *testing.T) {
 // TestMemcstatParsesStats runs libmemcached's memcstat against tandem: the
 // general stats and the items, slabs and conns groups must parse.
 func TestMemcstatParsesStats(t *testing.T) {
-	tool := needTool(t, "memcstat", "libmemcached-tools")
+	tool := testenv.NeedTool(t, "memcstat", "libmemcached-tools")
 	s := startServer(t, "pool")
 	c := dial(t, s.Addr)
 	if got := roundTrip(t, c, "set a 0 0 5\r\nhello\r\nget a\r\n", len("STORED\r\nVALUE a 0 5\r\nhello\r\nEND\r\n")); !strings.HasPrefix(got, "STORED") {

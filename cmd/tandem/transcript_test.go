@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tandemcache/tandem/cmd/testenv"
 	"github.com/tandemcache/tandem/protocol/transcript"
 )
 
@@ -21,7 +22,7 @@ func TestTranscripts(t *testing.T) {
 	cases := loadAllTranscripts(t)
 	t.Run("memcached", func(t *testing.T) {
 		t.Parallel()
-		mc := startMemcached(t)
+		mc := testenv.StartMemcached(t)
 		replayTranscripts(t, mc.Addr, cases)
 	})
 	forModes(t, func(t *testing.T, mode string) {
@@ -62,7 +63,7 @@ func replayTranscripts(t *testing.T, addr string, cases []transcript.Case) {
 		if tc.Close {
 			wantState = closedConn
 		}
-		got, err := converse(addr, segs, writeWhole, quietFor(wantState))
+		got, err := converse(addr, segs, nil, writeWhole, quietFor(wantState))
 		if err != nil {
 			t.Errorf("%s: %s: %v", tc.File, tc.Name, err)
 			continue
