@@ -58,7 +58,7 @@ func (s *gnetServer) Conns() []ConnInfo {
 		infos = append(infos, ConnInfo{
 			FD:         gc.c.Fd(),
 			Remote:     cloneAddr(gc.c.RemoteAddr()),
-			Local:      s.addr, // gnet reports the configured address, port 0 included
+			Local:      s.listenerOf(gc.c.LocalAddr()),
 			LastActive: time.Unix(0, gc.lastActive.Load()),
 		})
 		gcs = append(gcs, gc)
@@ -67,11 +67,28 @@ func (s *gnetServer) Conns() []ConnInfo {
 	if s.pool {
 		for i, gc := range gcs {
 			gc.mu.Lock()
-			infos[i].Executing = gc.running
+			infos[i].Executing = gc.state == stRunning
 			gc.mu.Unlock()
 		}
 	}
 	return infos
+}
+
+// listenerOf returns the bound listen address a connection was accepted on:
+// gnet reports the configured address (port 0 included) as a connection's
+// local address.
+func (s *gnetServer) listenerOf(local net.Addr) net.Addr {
+	if ta, ok := local.(*net.TCPAddr); ok {
+		for _, a := range s.addrs {
+			if ba, ok := a.(*net.TCPAddr); ok && ba.IP.Equal(ta.IP) {
+				return ba
+			}
+		}
+	}
+	if ua, ok := local.(*net.UnixAddr); ok {
+		return &net.UnixAddr{Name: ua.Name, Net: ua.Net}
+	}
+	return s.addrs[0]
 }
 
 // cloneAddr deep-copies a TCP address; other kinds are returned as they are.
@@ -86,10 +103,11 @@ func cloneAddr(a net.Addr) net.Addr {
 // netConnState is what goroutine mode tracks per connection for Conns.
 type netConnState struct {
 	lastActive atomic.Int64 // unix nanoseconds of the last read that returned bytes
+	listener   net.Addr     // the listening address the connection came in on
 }
 
-func newNetConnState(now int64) *netConnState {
-	st := &netConnState{}
+func newNetConnState(now int64, listener net.Addr) *netConnState {
+	st := &netConnState{listener: listener}
 	st.lastActive.Store(now)
 	return st
 }
@@ -109,8 +127,10 @@ func (s *netServer) Conns() []ConnInfo {
 	var infos []ConnInfo
 	select {
 	case <-s.ready:
-		if fd, ok := sysFD(s.ln); ok {
-			infos = append(infos, ConnInfo{FD: fd, Remote: s.ln.Addr(), Listening: true})
+		for _, ln := range s.lns {
+			if fd, ok := sysFD(ln); ok {
+				infos = append(infos, ConnInfo{FD: fd, Remote: ln.Addr(), Listening: true})
+			}
 		}
 	default:
 	}
@@ -124,7 +144,7 @@ func (s *netServer) Conns() []ConnInfo {
 		infos = append(infos, ConnInfo{
 			FD:         fd,
 			Remote:     c.RemoteAddr(),
-			Local:      s.ln.Addr(),
+			Local:      st.listener,
 			LastActive: time.Unix(0, st.lastActive.Load()),
 		})
 	}

@@ -6,22 +6,31 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/tandemcache/tandem/protocol"
 )
 
 // gconn is the state of one gnet connection in pool or inline mode.
 //
-// Ownership: c's non-concurrent methods, req and out are used only on the
-// connection's event loop. In pool mode the loop frames requests into
-// pending and at most one worker at a time (the one that set running)
-// executes swapped-out batches; mu guards the hand-off. Lock order: mu, then
-// wmu; parking.mu and outbox.mu are never held with either.
+// Ownership: gnet's Conn methods, the parser half of sess and the fields
+// marked loop-owned are used only on the connection's event loop. Requests
+// are executed by one goroutine at a time, "the executor": in inline mode
+// the loop; in pool mode the worker that moved state to stRunning; after
+// the loop let go of the connection (gnet closed it, or shutdown drained it)
+// whoever runs the leftovers (see detach). Replies go out through w, which
+// owns a descriptor of its own, so requests read before a close still run
+// and, when the peer still reads, are answered.
+//
+// Lock order: mu, then the run queue's mu; connWriter.mu is never held with
+// either.
 type gconn struct {
-	s          *gnetServer
-	c          gnet.Conn
-	sess       Session
+	s    *gnetServer
+	c    gnet.Conn
+	fd   int // gnet's descriptor: read pausing uses it on the loop while open
+	ep   int // the loop's epoll descriptor, -1 when reads cannot be paused
+	sess Session
+	w    *connWriter
+
 	lastActive atomic.Int64 // unix nanoseconds of the last traffic
 	// lastCmd is when the connection last completed a request (or opened),
 	// in unix nanoseconds; set only with an idle timeout, which it drives:
@@ -29,34 +38,39 @@ type gconn struct {
 	// so a client trickling a partial command byte by byte is still idle.
 	lastCmd atomic.Int64
 
-	req protocol.Request // loop-owned scratch request (inline mode)
-	out []byte           // loop-owned reply buffer (inline mode)
-	lat latencySampler   // loop-owned
+	lat        latencySampler   // loop-owned
+	readPaused bool             // loop-owned: read events are off in the loop's epoll
+	held       int              // loop-owned: unparsed input counted in the server's buffer total
+	req        protocol.Request // inline executor's scratch request
+	out        []byte           // inline executor's reply buffer
 
-	mu      sync.Mutex
-	pending *batch // guarded by mu: framed requests not yet taken by a worker
-	spare   *batch // guarded by mu: an executed batch kept for reuse
-	running bool   // guarded by mu: a worker owns this connection's execution
-	paused  bool   // guarded by mu: framing stopped because pending is full
-	closed  bool   // guarded by mu: gnet closed the connection
-	sessEnd bool   // guarded by mu: sess.Close was called
+	mu          sync.Mutex
+	state       connState // guarded by mu: where execution stands (inline: only stIdle/stBlocked while open)
+	pending     *batch    // guarded by mu (pool): framed requests no worker has taken yet
+	spare       *batch    // guarded by mu (pool): an executed batch kept for reuse
+	framePaused bool      // guarded by mu (pool): framing stopped until a worker takes pending
+	owed        bool      // guarded by mu: the writer drained while its executor was still running
+	detached    bool      // guarded by mu: the loop frames and runs nothing more for this connection
+	stop        bool      // guarded by mu: run nothing more (closed by a request or by the server)
+	finished    bool      // guarded by mu: finish has run
+	next        *gconn    // guarded by the run queue's mu
 
-	box        *outbox // pool mode: carries replies to the connection's loop
-	loopClosed bool    // loop-owned: gnet closed the connection
-
-	wmu  sync.Mutex
-	free [][]byte // guarded by wmu: reply buffers ready for reuse
-
-	// Worker writes (Config.WorkerWrites): a worker writes a batch's replies
-	// straight to the socket while nothing is queued on the loop, and falls
-	// back to the outbox otherwise. fdMu keeps the descriptor from being
-	// closed (and reused by a new connection) during such a write.
-	fd       int
-	fdMu     sync.Mutex
-	fdClosed bool // guarded by fdMu: set in OnClose, before gnet closes fd
-	async    bool // guarded by wmu: replies go through the loop until its queue and buffer drain
-	queued   int  // guarded by wmu: replies in the outbox not yet written
+	// Executor-owned.
+	cur      *batch // pool: the batch being run, from curIdx on
+	curIdx   int
+	wout     []byte // pool: reply buffer
+	leftover []byte // input read before the loop let go, still to run (see detach)
 }
+
+// connState is where a pool-mode connection's execution stands.
+type connState uint8
+
+const (
+	stIdle    connState = iota // nothing framed, or framed work not yet queued
+	stQueued                   // in the run queue
+	stRunning                  // a worker runs a slice of it
+	stBlocked                  // waiting for its writer to drain
+)
 
 // batch is a run of framed requests whose bytes are owned by arena.
 type batch struct {
@@ -78,13 +92,29 @@ func (b *batch) reset() {
 // reply or batch does not pin memory for the life of the connection.
 const maxKeptBuffer = 1 << 20
 
-func newGconn(s *gnetServer, c gnet.Conn) *gconn {
-	gc := &gconn{s: s, c: c, sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd()), fd: c.Fd()}
+// writeChunk is the reply size at which an executor hands replies to the
+// writer before the end of its slice, bounding a slice's reply buffer (and,
+// under the buffer limit, what a blocked connection holds).
+const writeChunk = 16 << 10
+
+// closeLinger bounds how long the replies of a closed connection may wait
+// for a peer that does not read them: each write must make progress within
+// it, or the rest is dropped (the requests still run).
+const closeLinger = 10 * time.Second
+
+func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
+	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd())}
+	w, err := newConnWriter(gc.fd, &s.limits, gc.resumeFromWriter)
+	if err != nil {
+		gc.sess.Close()
+		return nil, err
+	}
+	gc.w = w
+	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
 	if s.pool {
 		gc.pending = &batch{}
-		gc.box = s.boxes.of(c.EventLoop())
 	}
-	return gc
+	return gc, nil
 }
 
 // execute runs one request, turning a panic into a closed connection.
@@ -108,32 +138,109 @@ func (gc *gconn) waitForBytes() bool {
 	return need > 0 && gc.c.InboundBuffered() < need
 }
 
-// overInput reports whether the connection buffers more unparsed input than
-// allowed, counting it as an overflow close.
-func (gc *gconn) overInput() bool {
-	if gc.c.InboundBuffered() > gc.s.cfg.MaxInput {
+// settleInput runs at the end of every loop callback: it accounts the
+// unparsed input gnet holds, pauses or resumes reading, and closes the
+// connection when its input cannot be bounded otherwise. pause says reads
+// must stop: the executor is blocked on its replies, or complete requests
+// already wait beyond the high-water mark. An incomplete request never
+// pauses reads, since only more input completes it: it is bounded by
+// MaxInput (and by the parser's own limits on lines and values), and while
+// every connection's buffers together are over BufferLimit, by
+// InputHighWater.
+func (gc *gconn) settleInput(pause bool) gnet.Action {
+	in := gc.c.InboundBuffered()
+	gc.s.limits.add(in - gc.held)
+	gc.held = in
+	if in > gc.s.cfg.MaxInput {
 		gc.s.overflow.Add(1)
-		gc.s.log.Debug().Int("buffered", gc.c.InboundBuffered()).Msg("closing connection over the input cap")
-		return true
+		gc.s.log.Debug().Int("buffered", in).Msg("closing connection over the input cap")
+		gc.closeForServer()
+		return gnet.Close
 	}
-	return false
+	if !pause && in > gc.s.cfg.InputHighWater && gc.s.limits.over() {
+		// A large request still arriving while every connection's buffers
+		// together are over their limit: give up on this one.
+		gc.s.readBufOOM.Add(1)
+		gc.closeForServer()
+		return gnet.Close
+	}
+	if gc.ep < 0 || pause == gc.readPaused {
+		return gnet.None
+	}
+	if err := setReading(gc.ep, gc.fd, !pause); err != nil {
+		gc.s.log.Debug().Err(err).Msg("cannot change read interest; closing the connection")
+		gc.closeForServer()
+		return gnet.Close
+	}
+	gc.readPaused = pause
+	if pause {
+		gc.s.readPauses.Add(1)
+	}
+	return gnet.None
 }
 
-// runInline parses and executes every complete request on the loop, then
-// writes all replies with one call.
+// closeForServer marks a connection the server closes on its own (input or
+// output over a cap, idle timeout, an error): nothing more runs and
+// unwritten replies are dropped.
+func (gc *gconn) closeForServer() {
+	gc.mu.Lock()
+	gc.stop = true
+	gc.mu.Unlock()
+	gc.w.abort()
+}
+
+// runInline parses and executes up to ReqsPerEvent requests on the loop,
+// handing their replies to the writer.
 func (gc *gconn) runInline() gnet.Action {
-	if gc.waitForBytes() {
-		if gc.overInput() {
-			return gnet.Close
-		}
-		return gnet.None
+	gc.mu.Lock()
+	hold := gc.state == stBlocked || gc.detached || gc.stop
+	gc.mu.Unlock()
+	if hold || gc.waitForBytes() {
+		return gc.settleInput(hold)
 	}
 	t0 := gc.lat.start(gc.s.cfg.ObserveLatency)
 	buf, _ := gc.c.Peek(-1)
+	off, more, act := gc.runBytes(buf)
+	if off > 0 {
+		_, _ = gc.c.Discard(off)
+	}
+	observeSince(gc.s.cfg.ObserveLatency, t0)
+	if act == runClose {
+		return gnet.Close
+	}
+	if act == runBlocked {
+		return gc.settleInput(true)
+	}
+	if more {
+		// Yield to the loop's other connections; continue afterwards.
+		gc.s.yields.Add(1)
+		_ = gc.c.Wake(nil)
+	}
+	return gc.settleInput(more && gc.c.InboundBuffered() >= gc.s.cfg.InputHighWater)
+}
+
+// runAction is how a run of requests ended.
+type runAction uint8
+
+const (
+	runDone    runAction = iota // ran what it could
+	runBlocked                  // the writer is over its high-water mark; resume is owed
+	runClose                    // a request, or a cap, closed the connection
+)
+
+// runBytes parses and executes requests from buf, at most ReqsPerEvent of
+// them, as the connection's executor (inline mode, and leftovers in both
+// modes). It returns the bytes consumed, whether complete requests may
+// remain, and how the run ended.
+func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 	out := gc.out[:0]
-	off := 0
+	ran := 0
 	closeConn := false
-	for off < len(buf) && !closeConn {
+	for off < len(buf) {
+		if ran == gc.s.cfg.ReqsPerEvent {
+			more = true
+			break
+		}
 		n := gc.sess.Next(buf[off:], &gc.req)
 		if n == 0 {
 			break
@@ -142,51 +249,118 @@ func (gc *gconn) runInline() gnet.Action {
 		if gc.req.Cmd == protocol.CmdNone {
 			continue
 		}
+		ran++
 		out, closeConn = gc.execute(&gc.req, out)
-		if len(out)+gc.c.OutboundBuffered() > gc.s.cfg.MaxOutput {
-			// One read of pipelined requests can ask for far more than the
-			// cap (gets of a large value): stop before buffering it all.
+		if len(out) > gc.s.cfg.MaxOutput {
+			// One request asks for more output than the cap (a multi-get
+			// of large values): close rather than buffer it.
 			gc.s.overflow.Add(1)
-			gc.out = nil
-			return gnet.Close
+			gc.out = out[:0]
+			gc.closeForServer()
+			return off, false, runClose
+		}
+		if closeConn {
+			break
+		}
+		if len(out) >= writeChunk {
+			var blocked bool
+			if out, blocked = gc.w.write(out); blocked {
+				gc.out = out
+				return off, true, gc.blockExecutor()
+			}
 		}
 	}
-	if off > 0 {
-		_, _ = gc.c.Discard(off)
+	if ran > 0 {
 		gc.progressed()
 	}
-	if len(out) > 0 {
-		_, _ = gc.c.Write(out)
-		observeSince(gc.s.cfg.ObserveLatency, t0)
-	}
+	out, blocked := gc.w.write(out)
 	if cap(out) > maxKeptBuffer {
 		out = nil
 	}
-	gc.out = out[:0]
+	gc.out = out
 	if closeConn {
-		return gnet.Close
+		gc.mu.Lock()
+		gc.stop = true
+		gc.mu.Unlock()
+		return off, false, runClose
 	}
-	if gc.c.OutboundBuffered() > gc.s.cfg.MaxOutput {
-		gc.s.overflow.Add(1)
-		return gnet.Close
+	if blocked {
+		return off, more, gc.blockExecutor()
 	}
-	if gc.overInput() {
-		return gnet.Close
-	}
-	return gnet.None
+	return off, more, runDone
 }
 
-// frame moves complete requests from gnet's buffer into the pending batch
-// and makes sure a worker will run it.
+// blockExecutor records that the inline executor stopped for its writer,
+// unless the writer drained meanwhile.
+func (gc *gconn) blockExecutor() runAction {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.owed {
+		gc.owed = false
+		return runDone
+	}
+	gc.state = stBlocked
+	return runBlocked
+}
+
+// resumeFromWriter is called by the writer's flusher once the queue that
+// blocked the executor has drained. If the executor has not stopped yet, it
+// is told to go on (owed); otherwise the connection is rescheduled: queued
+// for a worker (pool), woken on its loop (inline), or its leftovers run here
+// (inline, after the loop let go).
+func (gc *gconn) resumeFromWriter() {
+	gc.mu.Lock()
+	if gc.state != stBlocked {
+		gc.owed = true
+		gc.mu.Unlock()
+		return
+	}
+	switch {
+	case gc.s.pool:
+		gc.state = stQueued
+		gc.mu.Unlock()
+		gc.s.rq.push(gc, false)
+	case gc.detached:
+		gc.state = stRunning
+		gc.mu.Unlock()
+		gc.runLeftover()
+	default:
+		gc.state = stIdle
+		gc.mu.Unlock()
+		_ = gc.c.Wake(nil)
+	}
+}
+
+// frame moves complete requests from gnet's buffer into the pending batch,
+// up to the input high-water mark, and queues the connection for a worker.
 func (gc *gconn) frame() gnet.Action {
 	gc.mu.Lock()
-	if gc.paused || gc.waitForBytes() {
+	if gc.framePaused || gc.detached || gc.stop || gc.waitForBytes() {
+		hold := gc.framePaused || gc.detached || gc.stop
 		gc.mu.Unlock()
-		if gc.overInput() {
-			return gnet.Close
-		}
-		return gnet.None
+		return gc.settleInput(hold)
 	}
+	paused := gc.frameLocked()
+	submit := len(gc.pending.reqs) > 0 && gc.state == stIdle
+	if submit {
+		gc.state = stQueued
+	}
+	gc.mu.Unlock()
+	if submit {
+		gc.s.rq.push(gc, false)
+	}
+	// Framing stopped at the batch's limit: what is left stays in gnet's
+	// buffer, and reads pause only once that holds the high-water mark too
+	// (a pipelining client is not paused and resumed for every batch).
+	return gc.settleInput(paused && gc.c.InboundBuffered() >= gc.s.cfg.InputHighWater)
+}
+
+// frameLocked parses complete requests from gnet's buffer into pending,
+// copying their bytes, until pending holds InputHighWater bytes or
+// MaxPendingRequests requests; it reports whether it stopped at a limit,
+// which pauses framing until a worker takes the batch.
+func (gc *gconn) frameLocked() bool {
+	limit, maxReqs := gc.s.cfg.InputHighWater, gc.s.cfg.MaxPendingRequests
 	buf, _ := gc.c.Peek(-1)
 	b := gc.pending
 	start := len(b.reqs)
@@ -194,10 +368,11 @@ func (gc *gconn) frame() gnet.Action {
 		b.since = gc.lat.start(gc.s.cfg.ObserveLatency)
 	}
 	off := 0
-	limit := gc.s.cfg.MaxPendingInput
 	for off < len(buf) {
-		if len(b.arena)+off >= limit {
-			gc.paused = true
+		// Pause only with a batch for a worker to take: bytes a rejected
+		// value leaves to swallow frame no request.
+		if len(b.reqs) > 0 && (len(b.arena)+off >= limit || len(b.reqs) >= maxReqs) {
+			gc.framePaused = true
 			break
 		}
 		if len(b.reqs) == cap(b.reqs) {
@@ -215,6 +390,11 @@ func (gc *gconn) frame() gnet.Action {
 		}
 		off += n
 	}
+	if off > 0 && len(b.reqs) == 0 {
+		// Only bytes of a rejected value were swallowed: nothing to keep.
+		_, _ = gc.c.Discard(off)
+		off = 0
+	}
 	if off > 0 {
 		old := b.arena
 		b.arena = append(b.arena, buf[:off]...)
@@ -228,228 +408,314 @@ func (gc *gconn) frame() gnet.Action {
 			b.reqs[i].Rebase(buf, to)
 		}
 		_, _ = gc.c.Discard(off)
+		gc.s.limits.add(off)
 		gc.progressed()
 	}
 	if len(b.reqs) == 0 {
 		b.since = time.Time{}
 	}
-	submit := len(b.reqs) > 0 && !gc.running
-	if submit {
-		gc.running = true
-		gc.s.busy.Add(1)
-	}
-	gc.mu.Unlock()
-	if submit {
-		if err := gc.s.cfg.Executor.Submit(gc); err != nil {
-			gc.s.park.push(gc)
-		}
-	}
-	if gc.overInput() {
-		return gnet.Close
-	}
-	return gnet.None
+	return gc.framePaused
 }
 
-// Run executes this connection's pending batches on a worker, then any
-// connections parked while every worker was busy.
-func (gc *gconn) Run() {
-	for cur := gc; cur != nil; cur = cur.s.park.pop() {
-		cur.drain()
-	}
-}
-
-// drain executes pending batches until none is left, sending one reply per
-// batch.
-func (gc *gconn) drain() {
-	defer gc.s.busy.Add(-1)
-	for {
-		gc.mu.Lock()
-		b := gc.pending
-		if len(b.reqs) == 0 || gc.closed {
-			gc.running = false
-			end := gc.closed && !gc.sessEnd
-			gc.sessEnd = gc.sessEnd || end
-			gc.mu.Unlock()
-			if end {
-				gc.sess.Close()
-			}
+// runSlice runs up to ReqsPerEvent requests of the connection on a worker,
+// then puts it back in the run queue if more is pending.
+func (gc *gconn) runSlice() {
+	if gc.cur == nil {
+		switch gc.takeBatch() {
+		case takeNone:
+			return
+		case takeLeftover:
+			gc.runLeftoverSlice()
 			return
 		}
-		next := gc.spare
-		if next == nil {
-			next = &batch{}
+	}
+	b := gc.cur
+	out := gc.wout[:0]
+	end := min(len(b.reqs), gc.curIdx+gc.s.cfg.ReqsPerEvent)
+	closeConn, blocked, overflow := false, false, false
+	for gc.curIdx < end {
+		r := &b.reqs[gc.curIdx]
+		gc.curIdx++
+		out, closeConn = gc.execute(r, out)
+		if len(out) > gc.s.cfg.MaxOutput {
+			gc.s.overflow.Add(1)
+			out, overflow = out[:0], true
+			break
 		}
-		gc.pending, gc.spare = next, nil
-		resume := gc.paused
-		gc.paused = false
-		gc.mu.Unlock()
-		if resume {
-			_ = gc.c.Wake(nil)
+		if closeConn {
+			break
 		}
-
-		out := gc.getBuf()
-		closeConn := false
-		for i := range b.reqs {
-			out, closeConn = gc.execute(&b.reqs[i], out)
-			if len(out) > gc.s.cfg.MaxOutput {
-				// The batch asks for more output than the cap (pipelined gets
-				// of a large value): drop it and close rather than buffer it.
-				gc.s.overflow.Add(1)
-				out, closeConn = out[:0], true
-			}
-			if closeConn {
+		if len(out) >= writeChunk {
+			if out, blocked = gc.w.write(out); blocked {
 				break
 			}
 		}
-		since := b.since
+	}
+	if !blocked && !overflow {
+		out, blocked = gc.w.write(out)
+	}
+	if cap(out) > maxKeptBuffer {
+		out = nil
+	}
+	gc.wout = out
+	gc.progressed()
+	done := gc.curIdx == len(b.reqs)
+	if done {
+		observeSince(gc.s.cfg.ObserveLatency, b.since)
+		gc.s.limits.add(-len(b.arena))
 		b.reset()
 		if cap(b.arena) > maxKeptBuffer {
 			b.arena = nil
 		}
-		gc.mu.Lock()
-		gc.spare = b
-		gc.mu.Unlock()
+		gc.cur, gc.curIdx = nil, 0
+	}
 
-		gc.send(out, closeConn)
-		observeSince(gc.s.cfg.ObserveLatency, since)
-		if closeConn {
-			gc.mu.Lock()
-			gc.closed = true
-			gc.mu.Unlock()
-		}
-	}
-}
-
-func (gc *gconn) getBuf() []byte {
-	gc.wmu.Lock()
-	defer gc.wmu.Unlock()
-	if n := len(gc.free); n > 0 {
-		b := gc.free[n-1]
-		gc.free = gc.free[:n-1]
-		return b[:0]
-	}
-	return make([]byte, 0, 4096)
-}
-
-// send hands a batch's replies to the loop, which closes the connection
-// after them if closeConn is set. Replies of one connection are sent by one
-// worker at a time, so they reach the socket in order.
-func (gc *gconn) send(out []byte, closeConn bool) {
-	off := 0
-	if gc.s.cfg.WorkerWrites && len(out) > 0 {
-		gc.wmu.Lock()
-		direct := !gc.async
-		gc.wmu.Unlock()
-		if direct {
-			var done bool
-			if off, done = gc.writeDirect(out); done {
-				gc.recycle(out)
-				if closeConn {
-					_ = gc.c.Close()
-				}
-				return
-			}
-		}
-	}
-	if len(out) == 0 && !closeConn {
-		gc.recycle(out)
-		return
-	}
-	gc.wmu.Lock()
-	gc.async = true
-	gc.queued++
-	gc.wmu.Unlock()
-	gc.s.writes.Add(1)
-	gc.box.push(reply{gc: gc, out: out, off: off, closeConn: closeConn})
-}
-
-// writeDirect writes out to the socket from the worker. It reports done when
-// everything was written or the connection is gone; otherwise it returns how
-// much was written, for the loop to send the rest when the socket is
-// writable.
-func (gc *gconn) writeDirect(out []byte) (written int, done bool) {
-	gc.fdMu.Lock()
-	defer gc.fdMu.Unlock()
-	if gc.fdClosed {
-		return 0, true
-	}
-	for written < len(out) {
-		n, err := unix.Write(gc.fd, out[written:])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return written, false
-		case err != nil:
-			gc.s.log.Debug().Err(err).Msg("write failed; closing the connection")
-			_ = gc.c.Close()
-			return written, true
-		}
-		written += n
-	}
-	return written, true
-}
-
-func (gc *gconn) recycle(b []byte) {
-	if cap(b) > maxKeptBuffer {
-		return
-	}
-	gc.wmu.Lock()
-	if len(gc.free) < 4 {
-		gc.free = append(gc.free, b[:0])
-	}
-	gc.wmu.Unlock()
-}
-
-// flush writes a reply from the outbox, then closes the connection if the
-// reply asks for it. It runs on the loop.
-func (gc *gconn) flush(r reply) {
-	if !gc.loopClosed {
-		if r.off < len(r.out) {
-			_, _ = gc.c.Write(r.out[r.off:]) // a failed write closes the connection
-		}
-		if r.closeConn && !gc.loopClosed {
-			_ = gc.c.Close()
-		}
-	}
-	gc.flushed(r.out, true)
-}
-
-// flushed recycles a reply's buffer once the loop wrote it (onLoop) or
-// dropped it, closes a connection whose unsent output is over the cap, and
-// lets workers write directly again once nothing is queued or buffered.
-func (gc *gconn) flushed(out []byte, onLoop bool) {
-	gc.s.writes.Add(-1)
-	gc.recycle(out)
-	buffered := 0
-	if onLoop && !gc.loopClosed {
-		if buffered = gc.c.OutboundBuffered(); buffered > gc.s.cfg.MaxOutput {
-			gc.s.overflow.Add(1)
-			_ = gc.c.Close()
-		}
-	}
-	gc.wmu.Lock()
-	gc.queued--
-	if gc.queued == 0 && buffered == 0 {
-		// Nothing is queued on the loop or waiting in gnet's buffer: a worker
-		// may write directly again without overtaking earlier replies.
-		gc.async = false
-	}
-	gc.wmu.Unlock()
-}
-
-// onClose runs on the loop when gnet closed the connection.
-func (gc *gconn) onClose() {
-	gc.loopClosed = true
-	gc.fdMu.Lock()
-	gc.fdClosed = true
-	gc.fdMu.Unlock()
 	gc.mu.Lock()
-	gc.closed = true
-	end := !gc.running && !gc.sessEnd
-	gc.sessEnd = gc.sessEnd || end
-	gc.mu.Unlock()
-	if end {
-		gc.sess.Close()
+	if done {
+		gc.spare = b
 	}
+	if overflow {
+		gc.stop = true
+		gc.mu.Unlock()
+		gc.w.abort()
+		gc.mu.Lock()
+	} else if closeConn {
+		gc.stop = true
+	}
+	if gc.stop {
+		gc.dropLocked()
+		gc.state = stIdle
+		fin := gc.finishLocked()
+		gc.mu.Unlock()
+		if closeConn || overflow {
+			_ = gc.c.Close()
+		}
+		if fin {
+			gc.finish()
+		}
+		return
+	}
+	more := gc.cur != nil || len(gc.pending.reqs) > 0 || (gc.detached && len(gc.leftover) > 0)
+	switch {
+	case blocked && !gc.owed:
+		gc.state = stBlocked
+		gc.mu.Unlock()
+	case more || blocked:
+		gc.owed = false
+		gc.state = stQueued
+		gc.mu.Unlock()
+		if gc.cur != nil {
+			gc.s.yields.Add(1)
+		}
+		gc.s.rq.push(gc, true)
+	default:
+		gc.state = stIdle
+		fin := gc.finishLocked()
+		gc.mu.Unlock()
+		if fin {
+			gc.finish()
+		}
+	}
+}
+
+// take is what takeBatch found to run.
+type take uint8
+
+const (
+	takeNone     take = iota // nothing: the connection is idle (or finished)
+	takeBatch                // the pending batch is now current
+	takeLeftover             // the input left when the loop let go (see detach)
+)
+
+// takeBatch makes the pending batch current, or, once the loop let go of
+// the connection and nothing framed is left, points at the leftover input.
+// With nothing to run it leaves the connection idle, finishing it if the
+// loop let go of it.
+func (gc *gconn) takeBatch() take {
+	gc.mu.Lock()
+	gc.state = stRunning
+	b := gc.pending
+	if len(b.reqs) == 0 || gc.stop {
+		if !gc.stop && gc.detached && len(gc.leftover) > 0 {
+			gc.mu.Unlock()
+			return takeLeftover
+		}
+		gc.dropLocked()
+		gc.state = stIdle
+		fin := gc.finishLocked()
+		gc.mu.Unlock()
+		if fin {
+			gc.finish()
+		}
+		return takeNone
+	}
+	next := gc.spare
+	if next == nil {
+		next = &batch{}
+	}
+	gc.pending, gc.spare = next, nil
+	resume := gc.framePaused && !gc.detached
+	gc.framePaused = false
+	gc.mu.Unlock()
+	if resume {
+		_ = gc.c.Wake(nil) // frame what the loop left in gnet's buffer
+	}
+	gc.cur, gc.curIdx = b, 0
+	return takeBatch
+}
+
+// runLeftoverSlice runs up to ReqsPerEvent requests of the leftover input
+// on a worker (pool mode, after the loop let go), parsing them here: the
+// loop no longer frames for the connection.
+func (gc *gconn) runLeftoverSlice() {
+	off, _, act := gc.runBytes(gc.leftover)
+	gc.leftover = gc.leftover[off:]
+	if act == runClose || (off == 0 && act == runDone) {
+		gc.leftover = nil // closed, or only a partial request is left
+	}
+	if act == runBlocked {
+		return // stBlocked: the writer requeues it once it drains
+	}
+	gc.mu.Lock()
+	if len(gc.leftover) > 0 && !gc.stop {
+		gc.state = stQueued
+		gc.mu.Unlock()
+		gc.s.yields.Add(1)
+		gc.s.rq.push(gc, true)
+		return
+	}
+	gc.leftover = nil
+	gc.state = stIdle
+	fin := gc.finishLocked()
+	gc.mu.Unlock()
+	if fin {
+		gc.finish()
+	}
+}
+
+// dropLocked discards the requests not yet run (the connection stopped).
+func (gc *gconn) dropLocked() {
+	if gc.cur != nil {
+		gc.s.limits.add(-len(gc.cur.arena))
+		gc.cur.reset()
+		gc.cur, gc.curIdx = nil, 0
+	}
+	if gc.pending != nil && len(gc.pending.arena) > 0 {
+		gc.s.limits.add(-len(gc.pending.arena))
+		gc.pending.reset()
+	}
+}
+
+// finishLocked reports whether the caller must call finish: the loop let go
+// of the connection and no request of it is left to run.
+func (gc *gconn) finishLocked() bool {
+	if !gc.detached || gc.finished || gc.state != stIdle || len(gc.leftover) > 0 {
+		return false
+	}
+	if gc.pending != nil && len(gc.pending.reqs) > 0 {
+		return false
+	}
+	gc.finished = true
+	return true
+}
+
+// finish releases the session and has the writer close the socket after the
+// last reply. It runs once, on the last executor.
+func (gc *gconn) finish() {
+	gc.sess.Close()
+	gc.w.closeWhenDone(closeLinger)
+	gc.s.unfinished.Add(-1)
+}
+
+// detach runs on the loop when gnet closed the connection (runBuffered
+// when the peer did: EOF, reset or an I/O error) or when shutdown drains it:
+// the loop will not read, frame or run anything more for it. The requests
+// still in gnet's buffer are run anyway, unless a request or the server
+// closed the connection: their bytes are copied out (gnet frees its buffers
+// after OnClose) and parsed and run by the connection's executor after
+// what was framed before: in inline mode here, as long as the writer takes
+// their replies, the rest by the writer's flusher as it drains; in pool mode
+// by the workers, a slice at a time.
+func (gc *gconn) detach(runBuffered bool) {
+	gc.s.limits.add(-gc.held)
+	gc.held = 0
+	gc.mu.Lock()
+	if gc.detached {
+		gc.mu.Unlock()
+		return
+	}
+	if runBuffered && !gc.stop {
+		if buf, _ := gc.c.Peek(-1); len(buf) > 0 {
+			gc.leftover = append([]byte(nil), buf...)
+			_, _ = gc.c.Discard(len(buf))
+		}
+	}
+	gc.detached = true
+	work := len(gc.leftover) > 0 || (gc.pending != nil && len(gc.pending.reqs) > 0)
+	run := gc.state == stIdle && work
+	if run && gc.s.pool {
+		gc.state = stQueued
+	} else if run {
+		gc.state = stRunning
+	}
+	fin := gc.finishLocked()
+	gc.mu.Unlock()
+	switch {
+	case run && gc.s.pool:
+		gc.s.rq.push(gc, false)
+	case run:
+		gc.runLeftover()
+	case fin:
+		gc.finish()
+	}
+}
+
+// runLeftover runs the input read before the loop let go of an inline
+// connection, as its executor (state stRunning), until the writer blocks
+// (its flusher calls back here when it drains) or the input is done.
+func (gc *gconn) runLeftover() {
+	for len(gc.leftover) > 0 {
+		gc.mu.Lock()
+		stopped := gc.stop
+		gc.mu.Unlock()
+		if stopped {
+			break
+		}
+		off, _, act := gc.runBytes(gc.leftover)
+		gc.leftover = gc.leftover[off:]
+		if act == runBlocked {
+			return
+		}
+		if act == runClose || (off == 0 && act == runDone) {
+			break // closed, or only a partial request is left
+		}
+	}
+	gc.leftover = nil
+	gc.mu.Lock()
+	gc.state = stIdle
+	fin := gc.finishLocked()
+	gc.mu.Unlock()
+	if fin {
+		gc.finish()
+	}
+}
+
+// quiet reports whether nothing of the connection is framed, running or
+// waiting to be written, for shutdown.
+func (gc *gconn) quiet() bool {
+	gc.mu.Lock()
+	q := gc.state == stIdle && (gc.pending == nil || len(gc.pending.reqs) == 0)
+	gc.mu.Unlock()
+	return q && gc.w.idle()
+}
+
+// drainForShutdown runs on the loop at shutdown: reading stops, and the
+// complete requests the connection buffered are handed to its executor.
+func (gc *gconn) drainForShutdown() {
+	if gc.ep >= 0 && !gc.readPaused {
+		if setReading(gc.ep, gc.fd, false) == nil {
+			gc.readPaused = true
+		}
+	}
+	gc.detach(true)
 }

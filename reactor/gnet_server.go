@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -13,17 +14,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// readBufferCap is the size of each loop's read buffer (memcached reads
+// 16 KiB at a time too).
+const readBufferCap = 16 << 10
+
 // gnetServer serves pool and inline modes on gnet event loops.
 type gnetServer struct {
 	gnet.BuiltinEventEngine
 
 	cfg   Config
 	log   zerolog.Logger
-	pool  bool // pool mode: execute on the Executor
+	pool  bool // pool mode: execute on workers
 	ready chan struct{}
 
 	eng      gnet.Engine // set in OnBoot, before ready is closed
-	addr     net.Addr    // set in OnBoot, before ready is closed
+	addrs    []net.Addr  // set in OnBoot, before ready is closed
+	umask    func()      // restores the umask set for the unix socket; nil without one
 	stopping atomic.Bool
 
 	curr       atomic.Int64
@@ -32,40 +38,57 @@ type gnetServer struct {
 	overflow   atomic.Uint64
 	idleClosed atomic.Uint64
 	panics     atomic.Uint64
-	busy       atomic.Int64 // pool tasks running or parked
-	writes     atomic.Int64 // replies in outboxes not yet written
-	boxes      outboxes     // pool mode: one per event loop
+	yields     atomic.Uint64
+	readPauses atomic.Uint64
+	readBufOOM atomic.Uint64
+	unfinished atomic.Int64 // connections opened and not yet finished (see gconn.finish)
+
+	limits bufLimits
+	epolls epolls
+	rq     *runQueue      // pool mode
+	wg     sync.WaitGroup // pool mode: running workers
 
 	connMu sync.Mutex
-	conns  map[*gconn]struct{} // guarded by connMu: open connections
-
-	park *parking
+	conns  map[*gconn]struct{} // guarded by connMu: connections gnet has open
 }
 
 func newGnetServer(cfg Config) *gnetServer {
-	return &gnetServer{
+	s := &gnetServer{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		pool:  cfg.Mode == ModePool,
 		ready: make(chan struct{}),
 		conns: make(map[*gconn]struct{}),
-		park:  newParking(),
 	}
+	s.limits.highWater = cfg.OutputHighWater
+	s.limits.limit = cfg.BufferLimit
+	if s.pool {
+		s.rq = &runQueue{}
+	}
+	return s
 }
 
 func (s *gnetServer) Ready() <-chan struct{} { return s.ready }
-func (s *gnetServer) Addr() net.Addr         { return s.addr }
+func (s *gnetServer) Addr() net.Addr         { return s.addrs[0] }
+func (s *gnetServer) Addrs() []net.Addr      { return s.addrs }
 
 func (s *gnetServer) Stats() Stats {
-	return Stats{
+	st := Stats{
 		CurrConns:      s.curr.Load(),
 		TotalConns:     s.total.Load(),
 		RejectedConns:  s.rejected.Load(),
-		Parked:         int64(s.park.len()),
 		ClosedOverflow: s.overflow.Load(),
 		ClosedIdle:     s.idleClosed.Load(),
 		Panics:         s.panics.Load(),
+		Yields:         s.yields.Load(),
+		ReadPauses:     s.readPauses.Load(),
+		ReadBufOOM:     s.readBufOOM.Load(),
+		BufferBytes:    s.limits.used.Load(),
 	}
+	if s.rq != nil {
+		st.Parked, st.Running = s.rq.load(s.cfg.Workers)
+	}
+	return st
 }
 
 // Serve runs the event loops until Shutdown. An engine that stops by itself
@@ -78,16 +101,39 @@ func (s *gnetServer) Serve() error {
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		gnet.WithLogger(gnetLogger{l: s.log}),
 		gnet.WithTicker(s.cfg.IdleTimeout > 0),
+		// One read takes at most this much; it is also how far a paused
+		// connection's input can overshoot its high-water mark.
+		gnet.WithReadBufferCap(readBufferCap),
 	}
-	var stopParking context.CancelFunc
+	var addrs []string
+	for _, a := range s.cfg.Addrs {
+		addrs = append(addrs, "tcp://"+a)
+	}
+	if p := s.cfg.UnixSocket; p != "" {
+		if err := prepareUnixSocket(p); err != nil {
+			return err
+		}
+	}
 	if s.pool {
-		var ctx context.Context
-		ctx, stopParking = context.WithCancel(context.Background())
-		go s.park.retryLoop(ctx, s.cfg.Executor)
+		if err := s.startWorkers(); err != nil {
+			return err
+		}
+		defer s.stopWorkers()
 	}
-	err := gnet.Run(s, "tcp://"+s.cfg.Addr, opts...)
-	if stopParking != nil {
-		stopParking()
+	if p := s.cfg.UnixSocket; p != "" {
+		addrs = append(addrs, "unix://"+p)
+		// gnet binds every listener before it boots: the socket file gets
+		// the -a mode through the umask, which OnBoot restores.
+		old := syscall.Umask(int(^s.cfg.UnixMask & 0o777))
+		var once sync.Once
+		s.umask = func() { once.Do(func() { syscall.Umask(old) }) }
+		defer s.umask()
+	}
+	err := gnet.Rotate(s, addrs, opts...)
+	select {
+	case <-s.ready:
+	default:
+		return bindError(&s.cfg, err)
 	}
 	if s.stopping.Load() {
 		return ErrServerClosed
@@ -98,23 +144,60 @@ func (s *gnetServer) Serve() error {
 	return fmt.Errorf("reactor: %w", err)
 }
 
-// OnBoot records the engine and the bound address.
+// startWorkers submits the pool's long-lived worker tasks.
+func (s *gnetServer) startWorkers() error {
+	for i := 0; i < s.cfg.Workers; i++ {
+		s.wg.Add(1)
+		w := &worker{q: s.rq, wake: make(chan struct{}, 1), done: s.wg.Done}
+		if err := s.cfg.Executor.Submit(w); err != nil {
+			s.wg.Done()
+			s.stopWorkers()
+			return fmt.Errorf("reactor: starting worker %d of %d: %w", i+1, s.cfg.Workers, err)
+		}
+	}
+	return nil
+}
+
+// stopWorkers lets the workers exit once the run queue is empty and waits
+// for them.
+func (s *gnetServer) stopWorkers() {
+	s.rq.close()
+	s.wg.Wait()
+}
+
+// OnBoot records the engine and the bound addresses, and sets the TCP
+// listen backlog.
 func (s *gnetServer) OnBoot(eng gnet.Engine) gnet.Action {
+	if s.umask != nil {
+		s.umask()
+	}
 	s.eng = eng
-	s.addr = boundAddr(eng, s.cfg.Addr)
+	for _, a := range s.cfg.Addrs {
+		s.addrs = append(s.addrs, s.boundAddr(eng, a))
+	}
+	if p := s.cfg.UnixSocket; p != "" {
+		s.addrs = append(s.addrs, &net.UnixAddr{Name: p, Net: "unix"})
+	}
 	close(s.ready)
 	return gnet.None
 }
 
-// boundAddr asks the kernel for the listener's address (the port may be 0 in
-// the configuration); it falls back to the configured address.
-func boundAddr(eng gnet.Engine, configured string) net.Addr {
+// boundAddr asks the kernel for a TCP listener's address (the port may be 0
+// in the configuration), setting its backlog on the way; it falls back to
+// the configured address.
+func (s *gnetServer) boundAddr(eng gnet.Engine, configured string) net.Addr {
 	fallback, _ := net.ResolveTCPAddr("tcp", configured)
-	fd, err := eng.Dup()
+	fd, err := eng.DupListener("tcp", configured)
 	if err != nil {
 		return fallback
 	}
 	defer unix.Close(fd)
+	if s.cfg.Backlog > 0 {
+		// listen(2) on a listening socket changes its backlog.
+		if err := unix.Listen(fd, s.cfg.Backlog); err != nil {
+			s.log.Warn().Err(err).Str("addr", configured).Msg("cannot set the listen backlog")
+		}
+	}
 	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		return fallback
@@ -139,7 +222,13 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		s.rejected.Add(1)
 		return tooManyConns, gnet.Close
 	}
-	gc := newGconn(s, c)
+	gc, err := newGconn(s, c)
+	if err != nil {
+		s.curr.Add(-1)
+		s.log.Warn().Err(err).Msg("cannot set up a connection; closing it")
+		return nil, gnet.Close
+	}
+	s.unfinished.Add(1)
 	gc.lastActive.Store(s.cfg.activityNow())
 	gc.progressed()
 	c.SetContext(gc)
@@ -150,7 +239,8 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
-// OnClose releases the connection state.
+// OnClose lets go of the connection: requests it read still run (unless a
+// request or the server closed it) and their replies still go out.
 func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	gc, ok := c.Context().(*gconn)
 	if !ok {
@@ -160,7 +250,9 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	s.connMu.Lock()
 	delete(s.conns, gc)
 	s.connMu.Unlock()
-	gc.onClose()
+	// gnet passes the read or write error when the peer closed or failed
+	// (EOF included), and nil when tandem closed the connection.
+	gc.detach(err != nil)
 	if err != nil {
 		s.log.Debug().Err(err).Msg("connection closed")
 	}
@@ -191,6 +283,7 @@ func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 		if now-gc.lastCmd.Load() > int64(timeout) {
 			delete(s.conns, gc)
 			s.idleClosed.Add(1)
+			gc.closeForServer()
 			_ = gc.c.Close()
 		}
 	}
@@ -202,68 +295,85 @@ func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 	return tick, gnet.None
 }
 
-// Shutdown stops accepting, waits for running batches and for every reply
-// to leave the process, then stops the engine (which closes every
-// connection).
+// Shutdown stops accepting, runs every request already read and waits for
+// its reply to leave (or ctx to end), then stops the engine, which closes
+// every connection.
 func (s *gnetServer) Shutdown(ctx context.Context) error {
-	s.stopping.Store(true)
+	if s.stopping.Swap(true) {
+		return nil // already shut down, or shutting down
+	}
 	select {
 	case <-s.ready:
 	default:
 		return nil
 	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for s.busy.Load() > 0 || s.writes.Load() > 0 || s.unsentOutput(ctx) {
-		select {
-		case <-ctx.Done():
-			_ = s.eng.Stop(context.Background())
-			return fmt.Errorf("reactor: shutdown: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
-	if err := s.eng.Stop(ctx); err != nil {
-		return fmt.Errorf("reactor: shutdown: %w", err)
-	}
-	return nil
-}
-
-// unsentOutput reports whether any connection still has replies buffered in
-// gnet. Outbound buffers belong to the loops, so each loop is asked.
-func (s *gnetServer) unsentOutput(ctx context.Context) bool {
 	s.connMu.Lock()
 	conns := make([]*gconn, 0, len(s.conns))
 	for gc := range s.conns {
 		conns = append(conns, gc)
 	}
 	s.connMu.Unlock()
-	var pending atomic.Int64
-	var wg sync.WaitGroup
+	// Each loop stops reading its connections and hands what they buffered
+	// to their executors.
 	for _, gc := range conns {
-		wg.Add(1)
-		gc := gc
-		err := gc.c.EventLoop().Execute(ctx, gnet.RunnableFunc(func(context.Context) error {
-			defer wg.Done()
-			gc.mu.Lock()
-			closed := gc.closed
-			gc.mu.Unlock()
-			if !closed && gc.c.OutboundBuffered() > 0 {
-				pending.Add(1)
-			}
+		_ = gc.c.EventLoop().Execute(ctx, gnet.RunnableFunc(func(context.Context) error {
+			gc.drainForShutdown()
 			return nil
 		}))
-		if err != nil {
-			wg.Done()
+	}
+	quiet := func() bool {
+		for _, gc := range conns {
+			if !gc.quiet() {
+				return false
+			}
+		}
+		return true
+	}
+	// A peer that does not read its replies holds its remaining requests
+	// up. Give replies a grace period, then drop the unsent ones so that
+	// every request read still runs.
+	grace := shutdownReplyGrace
+	if dl, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(dl)/2)
+	}
+	graceCtx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	if s.waitUntil(graceCtx, quiet) != nil {
+		for _, gc := range conns {
+			if !gc.quiet() {
+				gc.w.abort()
+			}
 		}
 	}
-	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-		return false
+	waitErr := s.waitUntil(ctx, quiet)
+	if err := s.eng.Stop(ctx); err != nil && waitErr == nil {
+		waitErr = err
 	}
-	return pending.Load() > 0
+	if err := s.waitUntil(ctx, func() bool { return s.unfinished.Load() == 0 }); err != nil && waitErr == nil {
+		waitErr = err
+	}
+	if waitErr != nil {
+		return fmt.Errorf("reactor: shutdown: %w", waitErr)
+	}
+	return nil
+}
+
+// shutdownReplyGrace is how long Shutdown waits for peers to read the
+// replies to the requests they sent before it drops the rest.
+const shutdownReplyGrace = 2 * time.Second
+
+// waitUntil polls cond every 5 ms until it holds or ctx ends.
+func (s *gnetServer) waitUntil(ctx context.Context, cond func() bool) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 // gnetLogger adapts zerolog to gnet's logger.

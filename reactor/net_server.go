@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,7 +24,7 @@ type netServer struct {
 	log   zerolog.Logger
 	ready chan struct{}
 
-	ln       net.Listener // set before ready is closed
+	lns      []net.Listener // set before ready is closed
 	stopping atomic.Bool
 
 	curr       atomic.Int64
@@ -31,10 +33,14 @@ type netServer struct {
 	overflow   atomic.Uint64
 	idleClosed atomic.Uint64
 	panics     atomic.Uint64
+	yields     atomic.Uint64
+	readBufOOM atomic.Uint64
+	bufBytes   atomic.Int64 // bytes of input buffers grown beyond netReadSize, counted against BufferLimit
 
-	mu    sync.Mutex
-	conns map[net.Conn]*netConnState // guarded by mu
-	wg    sync.WaitGroup
+	mu        sync.Mutex
+	conns     map[net.Conn]*netConnState // guarded by mu
+	wg        sync.WaitGroup             // connection goroutines
+	accepting sync.WaitGroup             // accept loops
 }
 
 func newNetServer(cfg Config) *netServer {
@@ -42,7 +48,15 @@ func newNetServer(cfg Config) *netServer {
 }
 
 func (s *netServer) Ready() <-chan struct{} { return s.ready }
-func (s *netServer) Addr() net.Addr         { return s.ln.Addr() }
+func (s *netServer) Addr() net.Addr         { return s.lns[0].Addr() }
+
+func (s *netServer) Addrs() []net.Addr {
+	addrs := make([]net.Addr, len(s.lns))
+	for i, ln := range s.lns {
+		addrs[i] = ln.Addr()
+	}
+	return addrs
+}
 
 func (s *netServer) Stats() Stats {
 	return Stats{
@@ -52,17 +66,91 @@ func (s *netServer) Stats() Stats {
 		ClosedOverflow: s.overflow.Load(),
 		ClosedIdle:     s.idleClosed.Load(),
 		Panics:         s.panics.Load(),
+		Yields:         s.yields.Load(),
+		ReadBufOOM:     s.readBufOOM.Load(),
+		BufferBytes:    s.bufBytes.Load(),
 	}
 }
 
-// Serve accepts connections until Shutdown.
+// Serve accepts connections on every listener until Shutdown.
 func (s *netServer) Serve() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("reactor: %w", err)
+	if err := s.listen(); err != nil {
+		for _, ln := range s.lns {
+			ln.Close()
+		}
+		return err
 	}
-	s.ln = ln
 	close(s.ready)
+	errs := make(chan error, len(s.lns))
+	for _, ln := range s.lns {
+		s.accepting.Add(1)
+		go func() {
+			defer s.accepting.Done()
+			errs <- s.accept(ln)
+		}()
+	}
+	var first error
+	for range s.lns {
+		if err := <-errs; first == nil {
+			first = err
+			if !errors.Is(err, ErrServerClosed) {
+				// One listener failed: stop the others too.
+				for _, ln := range s.lns {
+					ln.Close()
+				}
+			}
+		}
+	}
+	return first
+}
+
+// listen opens the TCP listeners and the unix socket.
+func (s *netServer) listen() error {
+	for _, a := range s.cfg.Addrs {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("reactor: %w", err)
+		}
+		s.lns = append(s.lns, ln)
+		if s.cfg.Backlog > 0 {
+			setBacklog(ln, s.cfg.Backlog, s.log)
+		}
+	}
+	if p := s.cfg.UnixSocket; p != "" {
+		if err := prepareUnixSocket(p); err != nil {
+			return err
+		}
+		old := syscall.Umask(int(^s.cfg.UnixMask & 0o777))
+		ln, err := net.Listen("unix", p)
+		syscall.Umask(old)
+		if err != nil {
+			return fmt.Errorf("reactor: %w", err)
+		}
+		s.lns = append(s.lns, ln) // Close removes the socket file
+	}
+	return nil
+}
+
+// setBacklog changes a listener's backlog: listen(2) again on a listening
+// socket does.
+func setBacklog(ln net.Listener, backlog int, log zerolog.Logger) {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		if err := syscall.Listen(int(fd), backlog); err != nil {
+			log.Warn().Err(err).Str("addr", ln.Addr().String()).Msg("cannot set the listen backlog")
+		}
+	})
+}
+
+// accept serves one listener until Shutdown.
+func (s *netServer) accept(ln net.Listener) error {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -94,7 +182,7 @@ func (s *netServer) Serve() error {
 			_ = tc.SetNoDelay(true)
 		}
 		s.mu.Lock()
-		st := newNetConnState(s.cfg.activityNow())
+		st := newNetConnState(s.cfg.activityNow(), ln.Addr())
 		s.conns[c] = st
 		s.mu.Unlock()
 		s.wg.Add(1)
@@ -111,7 +199,12 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 	default:
 		return nil
 	}
-	_ = s.ln.Close()
+	for _, ln := range s.lns {
+		_ = ln.Close()
+	}
+	// No connection is added once the accept loops are gone, so waiting for
+	// the connections cannot race a new one.
+	s.accepting.Wait()
 	s.mu.Lock()
 	for c := range s.conns {
 		_ = c.SetReadDeadline(time.Now())
@@ -157,6 +250,8 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	var req protocol.Request
 	var out []byte
 	start, end := 0, 0
+	grown := 0 // bytes of buf beyond netReadSize, counted in bufBytes
+	defer func() { s.bufBytes.Add(-int64(grown)) }()
 	lat := newLatencySampler(int(s.total.Load()))
 	var t0 time.Time // when the sampled input arrived
 	// With an idle timeout, a read must complete a request within it of the
@@ -174,7 +269,14 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 		// Execute every complete request in the buffer.
 		closeConn := false
 		ran := false
+		slice := 0
 		for start < end && !closeConn {
+			if slice == s.cfg.ReqsPerEvent {
+				// Fairness (memcached's -R): let other connections run.
+				s.yields.Add(1)
+				runtime.Gosched()
+				slice = 0
+			}
 			n := sess.Next(buf[start:end], &req)
 			if n == 0 {
 				break
@@ -188,6 +290,7 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			}
 			out, closeConn = executeSafely(sess, &req, out, s.log, &s.panics)
 			ran = true
+			slice++
 			if len(out) >= netReadSize {
 				armWrite()
 				if _, err := w.Write(out); err != nil {
@@ -231,7 +334,15 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			start = 0
 		}
 		if need > len(buf) || end == len(buf) {
+			if need > s.cfg.InputHighWater && s.cfg.BufferLimit > 0 && s.bufBytes.Load() > s.cfg.BufferLimit {
+				// Every connection's buffers together are over the limit:
+				// give up on this large value rather than grow.
+				s.readBufOOM.Add(1)
+				return
+			}
 			nb := make([]byte, max(need, 2*len(buf)))
+			s.bufBytes.Add(int64(len(nb) - netReadSize - grown))
+			grown = len(nb) - netReadSize
 			end = copy(nb, buf[start:end])
 			start, buf = 0, nb
 		}
@@ -256,6 +367,8 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			nb := make([]byte, netReadSize)
 			end = copy(nb, buf[:end])
 			buf = nb
+			s.bufBytes.Add(-int64(grown))
+			grown = 0
 		}
 	}
 }

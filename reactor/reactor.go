@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -50,7 +51,9 @@ type Session interface {
 type Task = interface{ Run() }
 
 // Executor runs tasks on other goroutines. Submit must never block; an
-// error means the task was not accepted (the pool is busy or closed).
+// error means the task was not accepted (the pool is busy or closed). Pool
+// mode submits Config.Workers long-lived tasks when it starts serving; each
+// runs until Shutdown.
 type Executor interface {
 	Submit(t Task) error
 }
@@ -58,8 +61,20 @@ type Executor interface {
 // Config configures a Server.
 type Config struct {
 	Mode Mode
-	// Addr is host:port to listen on (TCP).
-	Addr string
+	// Addrs are the TCP host:port addresses to listen on (memcached's -l,
+	// given several times or as a comma list, with -p).
+	Addrs []string
+	// UnixSocket, when set, is the path of a unix domain socket to listen
+	// on (memcached's -s). A stale socket file there is removed at start; a
+	// live one (another server answers) is an error. The file is removed
+	// when the server stops.
+	UnixSocket string
+	// UnixMask is the permission mask of the socket file (memcached's -a);
+	// 0 means 0700.
+	UnixMask os.FileMode
+	// Backlog is the listen backlog of TCP listeners (memcached's -b); 0
+	// keeps the system's maximum.
+	Backlog int
 	// Loops is the number of event loops (-t); in goroutine mode it is
 	// reported but has no effect.
 	Loops int
@@ -68,26 +83,40 @@ type Config struct {
 	MaxConns int
 	// NewSession creates the protocol state of a new connection.
 	NewSession func() Session
-	// Executor runs connection batches in pool mode.
+	// Executor runs pool mode's workers.
 	Executor Executor
-	// MaxPendingInput caps the bytes of framed but not yet executed
-	// requests per connection (pool mode); above it framing pauses.
-	MaxPendingInput int
-	// MaxInput caps the unparsed input buffered per connection; a connection
-	// over it is closed (a client that sends without reading).
+	// Workers is the number of pool workers (--workers): each executes one
+	// connection's slice of requests at a time.
+	Workers int
+	// ReqsPerEvent (memcached's -R) is how many requests of one connection
+	// run before the others get their turn; a longer pipeline is served in
+	// slices, in order.
+	ReqsPerEvent int
+	// InputHighWater is how much framed but not executed input (pool) or
+	// unparsed input (inline) a connection may hold before its reads pause;
+	// a request that needs more (a large value) may hold what it needs.
+	InputHighWater int
+	// MaxPendingRequests caps the requests framed ahead of execution per
+	// connection (pool mode), like InputHighWater caps their bytes.
+	MaxPendingRequests int
+	// OutputHighWater is how many unsent reply bytes a connection may have
+	// queued before its requests stop running until the peer reads them.
+	OutputHighWater int
+	// BufferLimit bounds all connections' buffers together (queued replies,
+	// framed and unparsed input; memcached's read_buf_mem_limit): above it a
+	// connection may queue no reply bytes the socket refused, and one that
+	// holds more input than InputHighWater is closed. Negative: no limit.
+	BufferLimit int64
+	// MaxInput caps the unparsed input of an incomplete request (a line or
+	// value still arriving) per connection; a connection over it is closed.
+	// Complete requests never reach it: reads pause first (gnet modes, when
+	// the loop's epoll instance is found) or are not issued (goroutine mode).
 	MaxInput int
-	// MaxOutput caps reply bytes queued for a connection that does not read;
-	// a connection over it is closed.
+	// MaxOutput caps the replies of one slice of requests (a multi-get of
+	// large values); a connection over it is closed.
 	MaxOutput int
 	// IdleTimeout closes connections idle for longer; 0 disables.
 	IdleTimeout time.Duration
-	// WorkerWrites lets a pool worker write a batch's replies to the socket
-	// itself while the connection has nothing queued on its loop, instead of
-	// handing every batch to the loop's outbox (a queue hop and, when the
-	// outbox was empty, an eventfd wake-up and two allocations). A reply the socket cannot take
-	// at once still goes through the loop, which keeps order and the output
-	// cap. Pool mode only.
-	WorkerWrites bool
 	// ReusePort sets SO_REUSEPORT (one listener per loop).
 	ReusePort bool
 	Logger    zerolog.Logger
@@ -104,11 +133,15 @@ type Config struct {
 	Clock func() int64
 }
 
-// Defaults for the per-connection caps.
+// Defaults for the per-connection caps and fairness.
 const (
-	DefaultMaxPendingInput = 4 << 20
-	DefaultMaxInput        = 64 << 20
-	DefaultMaxOutput       = 64 << 20
+	DefaultReqsPerEvent       = 20
+	DefaultInputHighWater     = 16 << 10
+	DefaultMaxPendingRequests = 32
+	DefaultOutputHighWater    = 256 << 10
+	DefaultBufferLimit        = 16 << 20
+	DefaultMaxInput           = 64 << 20
+	DefaultMaxOutput          = 64 << 20
 )
 
 // Validate reports whether c is usable, after filling defaults.
@@ -130,8 +163,23 @@ func (c *Config) Validate() error {
 	if c.Mode == ModePool && c.Executor == nil {
 		return errors.New("reactor: pool mode needs an Executor")
 	}
-	if c.MaxPendingInput <= 0 {
-		c.MaxPendingInput = DefaultMaxPendingInput
+	if c.Mode == ModePool && c.Workers < 1 {
+		return fmt.Errorf("reactor: pool mode needs workers >= 1, got %d", c.Workers)
+	}
+	if c.ReqsPerEvent <= 0 {
+		c.ReqsPerEvent = DefaultReqsPerEvent
+	}
+	if c.InputHighWater <= 0 {
+		c.InputHighWater = DefaultInputHighWater
+	}
+	if c.MaxPendingRequests <= 0 {
+		c.MaxPendingRequests = DefaultMaxPendingRequests
+	}
+	if c.OutputHighWater <= 0 {
+		c.OutputHighWater = DefaultOutputHighWater
+	}
+	if c.BufferLimit == 0 {
+		c.BufferLimit = DefaultBufferLimit
 	}
 	if c.MaxInput <= 0 {
 		c.MaxInput = DefaultMaxInput
@@ -139,8 +187,19 @@ func (c *Config) Validate() error {
 	if c.MaxOutput <= 0 {
 		c.MaxOutput = DefaultMaxOutput
 	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return fmt.Errorf("reactor: bad listen address %q: %w", c.Addr, err)
+	if len(c.Addrs) == 0 && c.UnixSocket == "" {
+		return errors.New("reactor: nothing to listen on (no address and no unix socket)")
+	}
+	for _, a := range c.Addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("reactor: bad listen address %q: %w", a, err)
+		}
+	}
+	if c.UnixMask == 0 {
+		c.UnixMask = 0o700
+	}
+	if c.Backlog < 0 {
+		return fmt.Errorf("reactor: backlog must be >= 0, got %d", c.Backlog)
 	}
 	return nil
 }
@@ -150,14 +209,29 @@ type Stats struct {
 	CurrConns     int64
 	TotalConns    uint64
 	RejectedConns uint64
-	// Parked counts pool-mode connections waiting for a free worker.
+	// Parked counts pool-mode connections waiting in the run queue for a
+	// worker.
 	Parked int64
+	// Running counts pool workers executing a connection's requests now.
+	Running int
 	// ClosedOverflow counts connections closed for exceeding input or output caps.
 	ClosedOverflow uint64
 	// ClosedIdle counts connections closed by the idle timeout.
 	ClosedIdle uint64
 	// Panics counts requests whose execution panicked (their connection was closed).
 	Panics uint64
+	// Yields counts slices that stopped at ReqsPerEvent with more requests
+	// pending (memcached's conn_yields).
+	Yields uint64
+	// ReadPauses counts the times a connection's reads were paused because
+	// its input or output was over its high-water mark.
+	ReadPauses uint64
+	// ReadBufOOM counts connections closed because every connection's
+	// buffers together were over BufferLimit (memcached's read_buf_oom).
+	ReadBufOOM uint64
+	// BufferBytes is the bytes of connection buffers counted against
+	// BufferLimit now.
+	BufferBytes int64
 }
 
 // Server is a running front end.
@@ -167,8 +241,11 @@ type Server interface {
 	Serve() error
 	// Ready is closed once the listener is bound.
 	Ready() <-chan struct{}
-	// Addr is the bound listen address, valid after Ready.
+	// Addr is the first bound listen address, valid after Ready.
 	Addr() net.Addr
+	// Addrs are every bound listen address (TCP ones first, with the
+	// ports the kernel chose; then the unix socket), valid after Ready.
+	Addrs() []net.Addr
 	// Shutdown stops accepting, lets in-flight requests finish and deliver
 	// their replies, and closes every connection.
 	Shutdown(ctx context.Context) error

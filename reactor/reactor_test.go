@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,11 @@ func (lineSession) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		out = append(out, bytes.Repeat([]byte("b"), bigReply)...)
 		return append(out, '\n'), false
 	}
+	if bytes.HasPrefix(r.Key, []byte("big-")) { // "big" with a long request line, for fewer requests per byte
+		out = append(out, "R:"...)
+		out = append(out, bytes.Repeat([]byte("b"), bigReply)...)
+		return append(out, '\n'), false
+	}
 	out = append(out, "R:"...)
 	out = append(out, r.Key...)
 	return append(out, '\n'), false
@@ -65,22 +71,7 @@ func (e poolExec) Submit(t Task) error { return e.p.Submit(t) }
 // startTest runs a server of the given mode on a free port.
 func startTest(t testing.TB, mode Mode, mod func(*Config)) Server {
 	t.Helper()
-	cfg := Config{
-		Mode:       mode,
-		Addr:       "127.0.0.1:0",
-		Loops:      2,
-		MaxConns:   100,
-		NewSession: func() Session { return lineSession{} },
-		Logger:     zerolog.Nop(),
-	}
-	if mode == ModePool {
-		p, err := workerpool.New(workerpool.Config{Workers: 2, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Release(time.Second) })
-		cfg.Executor = poolExec{p}
-	}
+	cfg := testConfig(t, mode)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -110,23 +101,48 @@ func startTest(t testing.TB, mode Mode, mod func(*Config)) Server {
 	return srv
 }
 
+// testConfig is a server configuration for tests: the toy protocol on a
+// free loopback port, two loops, and in pool mode a pool of two workers.
+func testConfig(t testing.TB, mode Mode) Config {
+	t.Helper()
+	cfg := Config{
+		Mode:       mode,
+		Addrs:      []string{"127.0.0.1:0"},
+		Loops:      2,
+		MaxConns:   100,
+		NewSession: func() Session { return lineSession{} },
+		Logger:     zerolog.Nop(),
+	}
+	if mode == ModePool {
+		p, err := workerpool.New(workerpool.Config{Workers: 2, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Release(time.Second) })
+		cfg.Executor = poolExec{p}
+		cfg.Workers = 2
+	}
+	return cfg
+}
+
 var allModes = []Mode{ModePool, ModeInline, ModeGoroutine}
 
-// variants are the modes plus pool mode with worker writes.
+// variants are the modes plus single-loop, single-worker pool mode, where
+// one worker serves every connection.
 var variants = []struct {
 	name string
 	mode Mode
 	mod  func(*Config)
 }{
 	{"pool", ModePool, nil},
-	{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
+	{"pool-t1-w1", ModePool, func(c *Config) { c.Loops, c.Workers = 1, 1 }},
 	{"inline", ModeInline, nil},
 	{"goroutine", ModeGoroutine, nil},
 }
 
 func TestConfigValidate(t *testing.T) {
 	ok := func() Config {
-		return Config{Mode: ModeInline, Addr: "127.0.0.1:0", Loops: 1, MaxConns: 1, NewSession: func() Session { return lineSession{} }}
+		return Config{Mode: ModeInline, Addrs: []string{"127.0.0.1:0"}, Loops: 1, MaxConns: 1, NewSession: func() Session { return lineSession{} }}
 	}
 	tests := []struct {
 		name string
@@ -138,7 +154,9 @@ func TestConfigValidate(t *testing.T) {
 		{"no loops", func(c *Config) { c.Loops = 0 }, "loops"},
 		{"no conns", func(c *Config) { c.MaxConns = 0 }, "conn limit"},
 		{"pool without executor", func(c *Config) { c.Mode = ModePool }, "Executor"},
-		{"bad addr", func(c *Config) { c.Addr = "nope" }, "listen address"},
+		{"pool without workers", func(c *Config) { c.Mode, c.Executor = ModePool, poolExec{} }, "workers"},
+		{"bad addr", func(c *Config) { c.Addrs = []string{"nope"} }, "listen address"},
+		{"nothing to listen on", func(c *Config) { c.Addrs = nil }, "nothing to listen on"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,10 +170,10 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestOrderUnderParking pipelines slow and fast requests on many
-// connections through a 2-worker pool so connections park; every reply must
-// arrive in order.
-func TestOrderUnderParking(t *testing.T) {
+// TestOrderUnderLoad pipelines slow and fast requests on many connections
+// through a 2-worker pool, so connections wait in the run queue and long
+// pipelines are served in slices; every reply must arrive in order.
+func TestOrderUnderLoad(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			srv := startTest(t, v.mode, v.mod)
@@ -271,28 +289,80 @@ func TestPanicClosesOnlyItsConnection(t *testing.T) {
 	}
 }
 
-// TestInputCap closes a connection that sends an endless line.
-func TestInputCap(t *testing.T) {
+// TestEndlessLineClosed sends a line that never ends: an incomplete request
+// cannot pause reads (only more input completes it), so the connection is
+// closed once it buffers MaxInput.
+func TestEndlessLineClosed(t *testing.T) {
 	for _, mode := range allModes {
 		t.Run(string(mode), func(t *testing.T) {
-			srv := startTest(t, mode, func(c *Config) { c.MaxInput = 64 << 10 })
+			srv := startTest(t, mode, func(c *Config) { c.MaxInput = 1 << 20 })
 			conn, err := net.Dial("tcp", srv.Addr().String())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close()
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
 			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-			chunk := bytes.Repeat([]byte("x"), 16<<10)
-			var werr error
-			for i := 0; i < 64 && werr == nil; i++ { // up to 1 MiB, 16x the cap
-				_, werr = conn.Write(chunk)
+			for i := 0; i < 64; i++ { // up to 4 MiB, 4x the cap
+				if _, err := conn.Write(chunk); err != nil {
+					break
+				}
 			}
-			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := conn.Read(make([]byte, 1)); err == nil {
 				t.Fatalf("connection over the input cap still open")
 			}
-			if srv.Stats().ClosedOverflow != 1 {
-				t.Fatalf("ClosedOverflow = %d, want 1", srv.Stats().ClosedOverflow)
+			if st := srv.Stats(); st.ClosedOverflow != 1 {
+				t.Fatalf("ClosedOverflow = %d, want 1", st.ClosedOverflow)
+			}
+		})
+	}
+}
+
+// TestUnreadRepliesPauseReading pipelines requests with 256 KiB replies and
+// never reads: the server must stop running them once the unsent replies
+// pass the high-water mark and stop reading the connection (the client's
+// writes block on full socket buffers) instead of buffering, and keep the
+// connection open, as memcached does.
+func TestUnreadRepliesPauseReading(t *testing.T) {
+	for _, mode := range allModes {
+		t.Run(string(mode), func(t *testing.T) {
+			srv := startTest(t, mode, nil)
+			conn, err := net.Dial("tcp", srv.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.(*net.TCPConn).SetReadBuffer(16 << 10)
+			// 1 KiB requests: what the server holds when it stops reading
+			// is a few dozen requests, not thousands (shutdown runs them).
+			chunk := bytes.Repeat([]byte("big-"+strings.Repeat("x", 1019)+"\n"), 64)
+			const total = 256 << 20 // 64 TiB of replies if it all ran
+			written := 0
+			_ = conn.SetWriteDeadline(time.Now().Add(3 * time.Second))
+			for written < total {
+				n, err := conn.Write(chunk)
+				written += n
+				if err != nil {
+					break
+				}
+			}
+			if written >= total {
+				t.Fatalf("the server took all %d bytes of requests whose replies nobody reads", written)
+			}
+			if mode == ModeGoroutine {
+				return // its goroutine blocks in write: nothing more is read
+			}
+			st := srv.Stats()
+			if st.ReadPauses == 0 {
+				t.Errorf("ReadPauses = 0 after %d bytes of requests", written)
+			}
+			// Queued replies up to the high-water mark plus one write, and
+			// framed input up to its high-water mark plus one read.
+			if limit := int64(DefaultOutputHighWater + bigReply + 4*DefaultInputHighWater); st.BufferBytes > limit {
+				t.Errorf("BufferBytes = %d, want <= %d", st.BufferBytes, limit)
+			}
+			if st.ClosedOverflow != 0 {
+				t.Errorf("ClosedOverflow = %d, want 0", st.ClosedOverflow)
 			}
 		})
 	}
@@ -351,5 +421,74 @@ func TestLargeRepliesToASlowReader(t *testing.T) {
 				t.Fatalf("replies to a slow reader differ from the requests' order")
 			}
 		})
+	}
+}
+
+// countSession is blockSession that also counts the requests it executes.
+type countSession struct {
+	blockSession
+	ran *atomic.Int64
+}
+
+func (s countSession) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
+	s.ran.Add(1)
+	return s.blockSession.Execute(r, out)
+}
+
+// TestRequestsReadBeforeCloseRun pipelines a request that blocks its
+// executor, then 500 more, then closes (FIN) or resets (RST): the server
+// reads everything and sees the close while the first request still runs.
+// Every request it read must run once the executor is free.
+func TestRequestsReadBeforeCloseRun(t *testing.T) {
+	for _, v := range variants {
+		for _, reset := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reset=%v", v.name, reset), func(t *testing.T) {
+				var ran atomic.Int64
+				release := make(chan struct{})
+				srv := startTest(t, v.mode, func(c *Config) {
+					if v.mod != nil {
+						v.mod(c)
+					}
+					c.NewSession = func() Session {
+						return countSession{blockSession{release: release}, &ran}
+					}
+				})
+				conn, err := net.Dial("tcp", srv.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var req strings.Builder
+				req.WriteString("block\n")
+				const n = 500
+				for i := 0; i < n; i++ {
+					fmt.Fprintf(&req, "x%d\n", i)
+				}
+				if _, err := io.WriteString(conn, req.String()); err != nil {
+					t.Fatal(err)
+				}
+				if reset {
+					_ = conn.(*net.TCPConn).SetLinger(0)
+				}
+				conn.Close()
+				// Wait until the server saw the close (the loop is blocked in
+				// inline mode, so there give up after a while), then let the
+				// first request finish.
+				closed := false
+				for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					if srv.Stats().CurrConns == 0 {
+						closed = true
+						break
+					}
+				}
+				close(release)
+				want := int64(n + 1)
+				for end := time.Now().Add(20 * time.Second); ran.Load() < want && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if got := ran.Load(); got != want {
+					t.Fatalf("ran %d of %d requests (close seen before the release: %v)", got, want, closed)
+				}
+			})
+		}
 	}
 }

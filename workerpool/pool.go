@@ -1,9 +1,11 @@
-// Package workerpool runs connection batches on a bounded set of goroutines.
+// Package workerpool runs tasks on a bounded set of goroutines.
 //
 // It wraps an ants v2 generic pool in nonblocking mode: Submit never blocks
-// the caller (an event loop), and a full pool is reported as ErrOverloaded so
-// the caller can park the work and hand it to a worker that finishes. The
-// package knows nothing of connections or protocols: it runs Tasks.
+// the caller, and a full pool is reported as ErrOverloaded. tandem's pool
+// mode submits one long-lived task per worker when it starts serving (each
+// takes connections from the reactor's run queue until shutdown), so the
+// pool's size is the number of requests executing at once. The package
+// knows nothing of connections or protocols: it runs Tasks.
 package workerpool
 
 import (
