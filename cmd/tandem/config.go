@@ -36,8 +36,9 @@ type Config struct {
 	IdleTimeout      time.Duration
 	ReusePort        bool
 	WorkerWrites     bool
-	MaxConnOutput    int // per-connection cap on unsent replies, bytes
-	MaxConnInput     int // per-connection cap on unparsed input, bytes
+	MaxConnOutput    int   // per-connection cap on unsent replies, bytes
+	MaxConnInput     int   // per-connection cap on unparsed input, bytes
+	BufferLimit      int64 // all connections' buffers together, bytes; -1 = no limit
 	PidFile          string
 	ShowVersion      bool
 	MetricsListen    string
@@ -96,13 +97,15 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.DisableFlushAll, "disable-flush-all", "F", false, "refuse flush_all")
 	fs.BoolVarP(&c.DisableCAS, "disable-cas", "C", false, "report CAS uniques as 0")
 	fs.StringVarP(&c.Protocol, "protocol", "B", "auto", "binding protocol: auto, ascii or binary")
-	fs.IntVarP(&c.ReqsPerEvent, "max-reqs-per-event", "R", 20, "accepted for memcached compatibility (tandem runs every complete request of a read)")
+	fs.IntVarP(&c.ReqsPerEvent, "max-reqs-per-event", "R", 20, "requests one connection runs before the others get their turn; a longer pipeline is served in slices (memcached -R)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 0, "close connections that complete no request for this long: idle, trickling a partial request, or not reading their replies (e.g. 30s; 0 = never; memcached -o idle_timeout=SECONDS)")
 	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
 	var connOutput, connInput string
-	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose unsent replies exceed this (bytes, k/m suffix): a client that pipelines requests without reading")
-	fs.StringVar(&connInput, "max-conn-input", "64m", "close a connection whose unparsed input exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that by default)")
-	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "pool mode: workers write replies to the socket themselves while nothing is queued on the loop (saves a loop hop per batch)")
+	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose replies to one slice of requests exceed this (bytes, k/m suffix): a multi-get of many large values. A client that does not read is not closed: its requests stop running once 256k of its replies are unsent")
+	fs.StringVar(&connInput, "max-conn-input", "64m", "where reads cannot be paused (no /proc), close a connection whose unparsed input exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that by default)")
+	var bufLimit string
+	fs.StringVar(&bufLimit, "conn-buffer-limit", "16m", "all connections' buffers together (queued replies, framed and unparsed input); above it a connection holds no reply the socket refused and one reading a large value is closed (bytes, k/m suffix; 0 = no limit; memcached -o read_buf_mem_limit=MB)")
+	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "ignored: pool workers always write their replies to the socket themselves")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file")
 	fs.BoolVarP(&c.ShowVersion, "version", "V", false, "print the version and exit")
 	fs.StringVarP(&c.AuthFile, "auth-file", "Y", "", "require authentication with the user:password lines of this file: SASL PLAIN on binary connections, memcached's -Y token (a set whose data is \"user password\") on text ones")
@@ -133,6 +136,13 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	if c.MaxConnInput, err = parseSize(connInput); err != nil {
 		return nil, fs, fmt.Errorf("--max-conn-input: %w", err)
 	}
+	if bufLimit == "0" {
+		c.BufferLimit = -1
+	} else if n, err := parseSize(bufLimit); err != nil {
+		return nil, fs, fmt.Errorf("--conn-buffer-limit: %w", err)
+	} else {
+		c.BufferLimit = int64(n)
+	}
 	if !fs.Changed("max-conn-input") {
 		// A value of -I bytes must fit in the input buffer.
 		c.MaxConnInput = max(c.MaxConnInput, c.MaxItemSize+64<<10)
@@ -156,6 +166,15 @@ func (c *Config) applyExtended() error {
 					return fmt.Errorf("-o idle_timeout: bad seconds %q", v)
 				}
 				c.IdleTimeout = time.Duration(secs) * time.Second
+			case "read_buf_mem_limit":
+				mb, err := strconv.Atoi(v)
+				if err != nil || mb < 0 {
+					return fmt.Errorf("-o read_buf_mem_limit: bad megabytes %q", v)
+				}
+				c.BufferLimit = int64(mb) << 20
+				if mb == 0 {
+					c.BufferLimit = -1 // memcached: 0 means unlimited
+				}
 			case "":
 			default:
 				c.Warnings = append(c.Warnings, "-o "+kv+": not supported by tandem, ignored")
@@ -181,8 +200,8 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 	if c.LargeMem {
 		c.Warnings = append(c.Warnings, "-L: large pages are not used")
 	}
-	if fs.Changed("max-reqs-per-event") {
-		c.Warnings = append(c.Warnings, "-R: tandem executes every complete request of a read; ignored")
+	if c.WorkerWrites {
+		c.Warnings = append(c.Warnings, "--worker-writes: ignored; pool workers always write their replies themselves")
 	}
 }
 
@@ -213,6 +232,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers: must be >= 1, got %d", c.Workers))
+	}
+	if c.ReqsPerEvent < 1 {
+		errs = append(errs, fmt.Errorf("-R: must be >= 1, got %d", c.ReqsPerEvent))
 	}
 	switch c.Protocol {
 	case "auto", "ascii", "binary":

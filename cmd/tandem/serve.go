@@ -92,7 +92,7 @@ func serve(cfg *Config) int {
 				PoolParked: st.Parked, Panics: st.Panics,
 			}
 			if pool != nil {
-				si.Workers, si.PoolRunning, si.PoolOverloads = cfg.Workers, pool.Running(), pool.Overloads()
+				si.Workers, si.PoolRunning, si.PoolOverloads = cfg.Workers, st.Running, pool.Overloads()
 			}
 			return si
 		},
@@ -109,16 +109,18 @@ func serve(cfg *Config) int {
 	met := newMetrics(cfg) // nil unless --metrics-listen
 	srv, err = reactor.New(reactor.Config{
 		Mode:         cfg.Mode,
-		Addr:         net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port)),
+		Addrs:        []string{net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port))},
 		Loops:        cfg.Threads,
 		MaxConns:     cfg.MaxConns,
 		NewSession:   func() reactor.Session { return h.NewSession() },
 		Executor:     exec,
+		Workers:      cfg.Workers,
+		ReqsPerEvent: cfg.ReqsPerEvent,
 		IdleTimeout:  cfg.IdleTimeout,
 		ReusePort:    cfg.ReusePort,
-		WorkerWrites: cfg.WorkerWrites,
 		MaxOutput:    cfg.MaxConnOutput,
 		MaxInput:     cfg.MaxConnInput,
+		BufferLimit:  cfg.BufferLimit,
 		Logger:       base,
 
 		ObserveLatency: met.latencyObserver(),
@@ -215,7 +217,9 @@ func raiseFileLimit(log zerolog.Logger, conns int) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return
 	}
-	want := uint64(conns) + 64
+	// The gnet modes hold two descriptors per connection (gnet's, and the
+	// reply writer's duplicate that outlives gnet's close).
+	want := 2*uint64(conns) + 64
 	if rl.Cur < want && rl.Cur < rl.Max {
 		rl.Cur = min(max(want, rl.Cur), rl.Max)
 		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
