@@ -357,8 +357,8 @@ func startServerArgs(t testing.TB, bin string, args ...string) *server {
 	return s
 }
 
-// serverVariant is a mode plus extra flags for tests that also cover pool
-// mode with --worker-writes (replies written by the workers themselves).
+// serverVariant is a mode plus extra flags, for tests that also cover pool
+// mode with one loop and one worker (the whole hand-off on one worker).
 type serverVariant struct {
 	name, mode string
 	extra      []string
@@ -368,7 +368,7 @@ var variants = []serverVariant{
 	{"pool", "pool", nil},
 	{"inline", "inline", nil},
 	{"goroutine", "goroutine", nil},
-	{"pool-worker-writes", "pool", []string{"--worker-writes"}},
+	{"pool-t1-w1", "pool", []string{"-t", "1", "--workers", "1"}},
 }
 
 // forVariants runs f as a parallel subtest per variant.

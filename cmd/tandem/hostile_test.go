@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Clients that pipeline requests and never read their replies must cost
+// the server a bounded amount of memory and must not slow everyone else
+// down: the server stops running their requests once their unsent replies
+// pass a high-water mark and stops reading them, as memcached does. These
+// tests measure the real binary's peak RSS from /proc and a probe client's
+// errors; the latency targets are measured by the benchmark harness (see
+// docs/benchmarks.md, scenario hostile), not asserted here.
+
+// TestNonReadingClients runs 40, then 400, connections that pipeline gets
+// of a 4 KB value without reading, for a few seconds each, against every
+// variant in turn (one at a time: the clients alone load both cores).
+func TestNonReadingClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: needs a few seconds per variant")
+	}
+	bin := plainBinary(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				clients int
+				maxRSS  int64
+			}{
+				{40, 64 << 20},   // issue #17: <= 64 MB at -m 64
+				{400, 128 << 20}, // and <= 128 MB
+			} {
+				args := append([]string{"-m", "64", "-c", "4096"}, v.extra...)
+				s := startServerBin(t, bin, v.mode, args...)
+				res := hostileRun(t, s.Addr, s.pid(), tc.clients, 3*time.Second)
+				t.Logf("%d non-reading clients: peak RSS %d MiB, probe %d gets, %d errors, max %v; server closed %d",
+					tc.clients, res.peakRSS>>20, res.probes, res.errors, res.maxLatency, res.closed)
+				if res.peakRSS > tc.maxRSS {
+					t.Errorf("%d non-reading clients: peak RSS %d MiB, want <= %d MiB", tc.clients, res.peakRSS>>20, tc.maxRSS>>20)
+				}
+				if res.errors > 0 || res.probes == 0 {
+					t.Errorf("%d non-reading clients: the probe got %d errors in %d gets", tc.clients, res.errors, res.probes)
+				}
+				if res.closed > 0 {
+					t.Errorf("%d non-reading clients: the server closed %d of them; it should stop reading them instead", tc.clients, res.closed)
+				}
+				if !s.alive() {
+					t.Fatalf("server exited:\n%s", s.Log())
+				}
+				s.Kill()
+			}
+		})
+	}
+}
+
+type hostileResult struct {
+	peakRSS    int64
+	probes     int
+	errors     int
+	maxLatency time.Duration
+	closed     int64
+}
+
+// hostileRun stores a 4 KB value, opens clients connections that write
+// "get big" over and over and never read, and meanwhile has a probe
+// connection get a small value every 20 ms (an error: no complete reply
+// within 5 s); then it reads the server's peak RSS.
+func hostileRun(t *testing.T, addr string, pid int, clients int, d time.Duration) hostileResult {
+	t.Helper()
+	setup := dialRaw(t, addr)
+	val := strings.Repeat("v", 4096)
+	writeAll(t, setup, fmt.Sprintf("set big 0 0 %d\r\n%s\r\nset small 0 0 2\r\nok\r\n", len(val), val))
+	readUntil(t, setup, "STORED\r\nSTORED\r\n")
+	setup.Close()
+
+	var res hostileResult
+	var closed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	pipe := []byte(strings.Repeat("get big\r\n", 1000))
+	conns := make([]net.Conn, 0, clients)
+	for i := 0; i < clients; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			defer c.Close()
+			for {
+				_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+				_, err := c.Write(pipe)
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var ne net.Error
+				if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+					closed.Add(1) // the server closed or reset it
+					return
+				}
+			}
+		}(c)
+	}
+	probe := dialRaw(t, addr)
+	r := bufio.NewReader(probe)
+	const want = "VALUE small 0 2\r\nok\r\nEND\r\n"
+	got := make([]byte, len(want))
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		start := time.Now()
+		_ = probe.SetDeadline(start.Add(5 * time.Second))
+		_, err := io.WriteString(probe, "get small\r\n")
+		if err == nil {
+			_, err = io.ReadFull(r, got)
+		}
+		if err != nil || string(got) != want {
+			res.errors++
+			probe.Close()
+			probe = dialRaw(t, addr)
+			r = bufio.NewReader(probe)
+			continue
+		}
+		res.probes++
+		res.maxLatency = max(res.maxLatency, time.Since(start))
+	}
+	probe.Close()
+	close(stop)
+	wg.Wait()
+	hwm, err := readPeakRSS(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.peakRSS = hwm
+	res.closed = closed.Load()
+	return res
+}
+
+// TestSlowReaderIsServed pipelines 100,000 gets and reads the replies at
+// about 1 MB/s: a client that does read, slowly, is served completely, in
+// order, and never closed.
+func TestSlowReaderIsServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: takes ~4 s per variant")
+	}
+	forVariants(t, func(t *testing.T, v serverVariant) {
+		s := startServer(t, v.mode, v.extra...)
+		c := dialRaw(t, s.Addr)
+		defer c.Close()
+		writeAll(t, c, "set k 0 0 10\r\n0123456789\r\n")
+		br := bufio.NewReader(c)
+		readUntilReader(t, br, "STORED\r\n")
+		const n = 100000
+		errc := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(c, strings.Repeat("get k\r\nmn\r\n", n))
+			errc <- err
+		}()
+		want := []byte("VALUE k 0 10\r\n0123456789\r\nEND\r\nMN\r\n")
+		const rate = 1 << 20 // bytes per second
+		buf := make([]byte, 16<<10)
+		var pendingBytes []byte
+		replies, total := 0, 0
+		start := time.Now()
+		for replies < n {
+			m, err := br.Read(buf)
+			if err != nil {
+				t.Fatalf("after %d of %d replies: %v", replies, n, err)
+			}
+			total += m
+			pendingBytes = append(pendingBytes, buf[:m]...)
+			for len(pendingBytes) >= len(want) {
+				if !bytes.Equal(pendingBytes[:len(want)], want) {
+					t.Fatalf("reply %d: %q", replies, quote(string(pendingBytes[:len(want)])))
+				}
+				pendingBytes = pendingBytes[len(want):]
+				replies++
+			}
+			if ahead := time.Duration(float64(total)/rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("writing the gets: %v", err)
+		}
+		// Still open and in sync.
+		writeAll(t, c, "version\r\n")
+		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "VERSION ") {
+			t.Fatalf("after the replies: %q, %v", line, err)
+		}
+	})
+}
