@@ -38,6 +38,9 @@ func (h *Handler) binary(r *protocol.Request, out []byte) ([]byte, bool) {
 	case protocol.OpSet, protocol.OpAdd, protocol.OpReplace, protocol.OpAppend, protocol.OpPrepend:
 		return h.binStore(r, out), false
 	case protocol.OpDelete:
+		if h.prefixes.on() {
+			h.prefixes.recordDelete(r.Key)
+		}
 		switch c.MetaDelete(r.Key, cache.MetaDeleteOptions{CompareCAS: r.CAS != 0, CAS: r.CAS}) {
 		case cache.Deleted:
 			return binOK(out, r, 0), false
@@ -90,6 +93,9 @@ func (h *Handler) binGet(r *protocol.Request, out []byte) []byte {
 		opt.Touch, opt.Exptime = true, r.Exptime
 	}
 	out, hit := h.cfg.Cache.Get(out, r.Key, opt, binGetAppender{r})
+	if h.prefixes.on() {
+		h.prefixes.recordGet(r.Key, hit)
+	}
 	switch {
 	case hit || r.Noreply:
 		return out
@@ -131,6 +137,9 @@ var binStoreModes = [...]cache.StoreMode{
 // variants. A CAS in the header turns set, add and replace into a CAS
 // store and makes append and prepend check it, as in memcached.
 func (h *Handler) binStore(r *protocol.Request, out []byte) []byte {
+	if h.prefixes.on() {
+		h.prefixes.recordSet(r.Key)
+	}
 	cmd := r.Bin.Cmd
 	mode := binStoreModes[cmd]
 	if r.CAS != 0 && (mode == cache.Set || mode == cache.Add || mode == cache.Replace) {
