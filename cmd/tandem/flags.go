@@ -47,7 +47,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 
 	// Listening.
 	fs.IntVarP(&c.Port, "port", "p", 11211, "TCP port to listen on (0 picks a free port, logged at start)")
-	fs.StringArrayVarP(&listen, "listen", "l", []string{"127.0.0.1"}, "interface address to listen on, optionally with :port; 0.0.0.0 for all (memcached's default is all)")
+	fs.StringArrayVarP(&listen, "listen", "l", []string{"127.0.0.1"}, "interface address to listen on, optionally with :port; 0.0.0.0 for all (memcached: all interfaces); several -l or a comma list are refused by this build yet")
 	fs.StringVarP(&c.UnixSocket, "unix-socket", "s", "", "unix domain socket to listen on instead of TCP (not served by this build yet: refused)")
 	fs.StringVarP(&unixMask, "unix-mask", "a", "700", "octal permissions of the unix socket")
 	fs.IntVarP(&c.Backlog, "listen-backlog", "b", 1024, "backlog queue of the listening socket")

@@ -130,6 +130,11 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 	if e.Kind == protocol.ErrTooLarge && isStorage(r.FailedCmd) && len(r.Key) > 0 {
 		h.cfg.Cache.RejectTooLarge(storeModes[r.FailedCmd], r.Key)
 	}
+	if e.Kind == protocol.ErrBadChunk && (isStorage(r.FailedCmd) || r.FailedCmd == protocol.CmdMetaSet) {
+		// memcached counts cmd_set once it has read the data, before it
+		// checks how the data ends.
+		h.badChunkSets.Add(1)
+	}
 	if isStorage(r.FailedCmd) && (e.Kind == protocol.ErrTooLarge || e.Kind == protocol.ErrBadChunk) && h.prefixes.on() {
 		// memcached counts the set once the line is valid, before it
 		// allocates the item or reads the data.

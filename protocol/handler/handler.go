@@ -95,6 +95,10 @@ type Handler struct {
 	pid     int
 
 	counters     [NumCounters]atomic.Uint64
+	// badChunkSets counts storage commands refused for a bad data chunk,
+	// which memcached counts in cmd_set. The cache has no call to count
+	// them yet, so the handler does and Stats adds them to Cache.CmdSet.
+	badChunkSets atomic.Uint64
 	verbosity    atomic.Int64
 	shutdownOnce atomic.Bool
 	prefixes     prefixStats

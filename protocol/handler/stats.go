@@ -111,6 +111,7 @@ func (h *Handler) Stats() Stats {
 		h.resetMu.Unlock()
 	}
 	st.Cache = h.cfg.Cache.Stats()
+	st.Cache.CmdSet += h.badChunkSets.Load()
 	for i := range h.counters {
 		st.Counters[i] = h.counters[i].Load()
 	}
@@ -128,6 +129,7 @@ func (h *Handler) resetStats() {
 	for i := range h.counters {
 		h.counters[i].Store(0)
 	}
+	h.badChunkSets.Store(0)
 	h.prefixes.reset()
 	if h.cfg.Server == nil {
 		return

@@ -123,3 +123,16 @@ func TestCmdFlushCountsRefusedFlushes(t *testing.T) {
 		})
 	}
 }
+
+func TestCmdSetCountsBadChunks(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	run(h.NewSession(""), "set a 0 0 1\r\nxx\r\nset a 0 0 1 noreply\r\nxx\r\nms a 1\r\nxx\r\nset a 0 0 1\r\nx\r\n"+
+		"set a 0 0 2000000\r\n")
+	if got := h.Stats().Cache.CmdSet; got != 4 {
+		t.Fatalf("cmd_set = %d, want 4 (three bad chunks, one set, not the too large one)", got)
+	}
+	run(h.NewSession(""), "stats reset\r\n")
+	if got := h.Stats().Cache.CmdSet; got != 0 {
+		t.Fatalf("cmd_set after stats reset = %d", got)
+	}
+}
