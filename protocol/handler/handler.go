@@ -94,7 +94,7 @@ type Handler struct {
 	started time.Time
 	pid     int
 
-	counters     [NumCounters]atomic.Uint64
+	counters [NumCounters]atomic.Uint64
 	// badChunkSets counts storage commands refused for a bad data chunk,
 	// which memcached counts in cmd_set. The cache has no call to count
 	// them yet, so the handler does and Stats adds them to Cache.CmdSet.
