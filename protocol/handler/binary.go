@@ -77,10 +77,18 @@ func (h *Handler) binary(r *protocol.Request, out []byte) ([]byte, bool) {
 }
 
 // binRejected answers a request framing refused, with the side effects
-// memcached has: a set too large unlinks the key.
+// memcached has: a set too large unlinks the key, and a storage command too
+// large counts in the per-prefix stats.
 func (h *Handler) binRejected(r *protocol.Request, out []byte) []byte {
 	if r.Bin.Status == protocol.StatusTooLarge && r.Bin.Cmd == protocol.OpSet {
 		h.cfg.Cache.RejectTooLarge(cache.Set, r.Key)
+	}
+	if r.Bin.Status == protocol.StatusTooLarge && h.prefixes.on() {
+		switch r.Bin.Cmd {
+		case protocol.OpSet, protocol.OpAdd, protocol.OpReplace, protocol.OpAppend, protocol.OpPrepend:
+			// memcached counts the set before it allocates the item.
+			h.prefixes.recordSet(r.Key)
+		}
 	}
 	return binErr(out, r, r.Bin.Status)
 }

@@ -43,6 +43,9 @@ func TestPrefixStats(t *testing.T) {
 			bin(protocol.OpTouch, "u:1", u32(0), "", 6, 0) + bin(protocol.OpGAT, "u:1", u32(0), "", 7, 0) +
 			bin(protocol.OpGetQ, "u:1", "", "", 8, 0) + bin(protocol.OpAppend, "u:1", "", "x", 9, 0),
 			"PREFIX u get 5 hit 1 set 2 del 1\r\n"},
+		{"binary too large", bin(protocol.OpSet, "big:1", u32(0)+u32(0), strings.Repeat("x", 2000000), 1, 0) +
+			bin(protocol.OpAppend, "big:2", "", strings.Repeat("x", 2000000), 2, 0),
+			"PREFIX big get 0 hit 0 set 2 del 0\r\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
