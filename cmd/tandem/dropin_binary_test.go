@@ -291,23 +291,25 @@ func runBinaryT(t *testing.T, b *binClient) {
 	b.silent(protocol.OpDeleteQ, "silentdelete", "", "", 0)
 	b.empty("silentdelete")
 
+	// Silent increments and decrements, each read back with an increment
+	// by 0.
 	b.empty("silentincr")
-	b.silent(protocol.OpIncrementQ, "silentincr", "", be64s(0)+be64s(0)+be32s(0), 0)
-	if v := b.incr(protocol.OpIncrement, "silentincr", 0, 0, 0); v != 0 {
-		t.Fatalf("silent incr: %d", v)
-	}
-	b.silent(protocol.OpIncrementQ, "silentincr", "", be64s(8)+be64s(0)+be32s(0), 0)
-	if v := b.incr(protocol.OpIncrement, "silentincr", 0, 0, 0); v != 8 {
-		t.Fatalf("silent incr by 8: %d", v)
-	}
 	b.empty("silentdecr")
-	b.silent(protocol.OpDecrementQ, "silentdecr", "", be64s(0)+be64s(185)+be32s(0), 0)
-	if v := b.incr(protocol.OpIncrement, "silentdecr", 0, 0, 0); v != 185 {
-		t.Fatalf("silent decr initial: %d", v)
-	}
-	b.silent(protocol.OpDecrementQ, "silentdecr", "", be64s(8)+be64s(0)+be32s(0), 0)
-	if v := b.incr(protocol.OpIncrement, "silentdecr", 0, 0, 0); v != 177 {
-		t.Fatalf("silent decr by 8: %d", v)
+	for _, step := range []struct {
+		op           uint8
+		key          string
+		amount, init uint64
+		want         uint64
+	}{
+		{protocol.OpIncrementQ, "silentincr", 0, 0, 0},
+		{protocol.OpIncrementQ, "silentincr", 8, 0, 8},
+		{protocol.OpDecrementQ, "silentdecr", 0, 185, 185},
+		{protocol.OpDecrementQ, "silentdecr", 8, 0, 177},
+	} {
+		b.silent(step.op, step.key, "", be64s(step.amount)+be64s(step.init)+be32s(0), 0)
+		if v := b.incr(protocol.OpIncrement, step.key, 0, 0, 0); v != step.want {
+			t.Fatalf("quiet op %#x on %s by %d: %d, want %d", step.op, step.key, step.amount, v, step.want)
+		}
 	}
 
 	// Silent flush.
