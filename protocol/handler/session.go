@@ -66,7 +66,8 @@ func (s *Session) Close() {
 func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	before := len(out)
 	// Like memcached, log the command line with the verbosity before it ran
-	// and its reply with the verbosity after (a verbosity command changes it).
+	// and its reply with the verbosity after: only a verbosity command
+	// changes it in between for this connection.
 	logCmd := s.h.verbose()
 	out, closeConn := s.h.execute(r, out)
 	s.written += uint64(len(out) - before)
@@ -74,8 +75,10 @@ func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		s.h.count(BytesWritten, s.written)
 		s.written, s.execs = 0, 0
 	}
-	if logCmd || s.h.verbose() {
-		s.h.logExchange(s.peer, r, out[before:], logCmd, s.h.verbose())
+	if logCmd || r.Cmd == protocol.CmdVerbosity {
+		if logReply := s.h.verbose(); logCmd || logReply {
+			s.h.logExchange(s.peer, r, out[before:], logCmd, logReply)
+		}
 	}
 	return out, closeConn
 }
