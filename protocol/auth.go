@@ -42,8 +42,8 @@ const (
 // not block and must not retain its arguments.
 type AuthCheck func(user, password []byte) bool
 
-// parserExt is the per-connection authentication state of a Parser.
-type parserExt struct {
+// authState is the per-connection authentication state of a Parser.
+type authState struct {
 	check  AuthCheck // nil: no authentication required
 	authed bool      // the connection has authenticated
 }
@@ -59,13 +59,13 @@ const maxTextAuthData = 64 << 10
 // PLAIN. Without it (the default) binary SASL requests are unknown
 // commands, as in a memcached without SASL.
 func (p *Parser) RequireAuth(check AuthCheck) {
-	p.ext.check = check
-	p.ext.authed = false
+	p.auth.check = check
+	p.auth.authed = false
 }
 
 // Authenticated reports whether the connection has authenticated (always
 // false when no authentication is required).
-func (p *Parser) Authenticated() bool { return p.ext.authed }
+func (p *Parser) Authenticated() bool { return p.auth.authed }
 
 // SetDialect fixes the connection's protocol instead of detecting it from
 // the first byte, as memcached's -B ascii and -B binary do: a text
@@ -118,9 +118,9 @@ func (p *Parser) parseTextAuth(buf []byte, r *Request) int {
 	switch {
 	case n < 2:
 		r.Auth = AuthBadFormat
-	case p.ext.check(p.toks[0], p.toks[1]):
+	case p.auth.check(p.toks[0], p.toks[1]):
 		r.Auth = AuthOK
-		p.ext.authed = true
+		p.auth.authed = true
 	default:
 		r.Auth = AuthFailed
 	}
@@ -143,5 +143,5 @@ func (p *Parser) checkSASLPlain(msg []byte) bool {
 	if len(authzid) > 0 && !bytes.Equal(authzid, user) {
 		return false
 	}
-	return p.ext.check(user, pass)
+	return p.auth.check(user, pass)
 }

@@ -204,7 +204,7 @@ func (p *Parser) parseBinary(buf []byte, r *Request) int {
 	switch {
 	case int64(key) > body || int64(key+ext) > body:
 		return p.binFail(buf, r, StatusUnknownCommand)
-	case p.ext.check != nil && !p.ext.authed && !binAuthFree(h.Opcode):
+	case p.auth.check != nil && !p.auth.authed && !binAuthFree(h.Opcode):
 		r.Auth = AuthRequired
 		return p.binFail(buf, r, StatusAuthError)
 	case key > MaxKeyLen || !binValid(h.Cmd, ext, key, body):
@@ -239,11 +239,11 @@ func (p *Parser) parseBinary(buf []byte, r *Request) int {
 			r.Exptime = int64(binary.BigEndian.Uint32(extras))
 		}
 	case OpSASLList:
-		if p.ext.check == nil {
+		if p.auth.check == nil {
 			h.Status = StatusUnknownCommand
 			break
 		}
-		p.ext.authed = false // memcached restarts its SASL state here
+		p.auth.authed = false // memcached restarts its SASL state here
 	case OpSASLAuth, OpSASLStep:
 		return p.binSASL(buf, r, head, vlen)
 	default:
@@ -289,7 +289,7 @@ func (p *Parser) binValue(buf []byte, r *Request, head, vlen int, tooLarge uint1
 func (p *Parser) binSASL(buf []byte, r *Request, head, vlen int) int {
 	h := &r.Bin
 	switch {
-	case p.ext.check == nil:
+	case p.auth.check == nil:
 		h.Status = StatusUnknownCommand
 		p.swallow = vlen
 		return head
@@ -304,9 +304,9 @@ func (p *Parser) binSASL(buf []byte, r *Request, head, vlen int) int {
 	}
 	// PLAIN completes in one step; a step request never finds a started
 	// exchange to continue.
-	p.ext.authed = h.Cmd == OpSASLAuth && string(r.Key) == "PLAIN" && p.checkSASLPlain(r.Data)
+	p.auth.authed = h.Cmd == OpSASLAuth && string(r.Key) == "PLAIN" && p.checkSASLPlain(r.Data)
 	r.Auth = AuthFailed
-	if p.ext.authed {
+	if p.auth.authed {
 		r.Auth = AuthOK
 	}
 	return end

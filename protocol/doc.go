@@ -5,4 +5,6 @@
 // swallowing the data block of a rejected value), parsing into Request, and
 // encoding replies with memcached's exact strings. It knows nothing of
 // sockets, logging or the cache: command semantics live in protocol/handler.
+// It also holds the few plain types the network side and the command side
+// exchange (ConnInfo), so that neither has to import the other.
 package protocol

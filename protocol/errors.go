@@ -55,6 +55,7 @@ const (
 	ReplyShutdownMode     = "CLIENT_ERROR invalid shutdown mode"
 	ReplyStatsDetailUsage = "CLIENT_ERROR usage: stats detail on|off|dump"
 	ReplyCachedumpDenied  = "CLIENT_ERROR stats cachedump not allowed"
+	ReplyMetadumpDenied   = "ERROR metadump not allowed"
 	ReplyIllegalSlabID    = "CLIENT_ERROR Illegal slab id"
 	ReplyTooManyConns     = "ERROR Too many open connections"
 	ReplyUnhandledStore   = "SERVER_ERROR Unhandled storage type."
@@ -75,4 +76,7 @@ var (
 	// errLineTooLong: memcached closes the connection without a reply when a
 	// line has no "\n" after 2048 bytes (unless it is a get/gets line).
 	errLineTooLong = &Error{Reply: "", Kind: ErrLineTooLong, Close: true}
+	// errHTTPRequest: memcached closes the connection without a reply on an
+	// unknown command that looks like an HTTP request (see isHTTPRequest).
+	errHTTPRequest = &Error{Reply: "", Kind: ErrGeneric, Close: true}
 )

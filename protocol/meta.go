@@ -85,14 +85,19 @@ type MetaArgs struct {
 	RecacheTTL int64
 	// Initial is J's token (ma: the value a vivified counter starts at).
 	Initial uint64
-	// NewCAS is E's token: the CAS id the write gives the item instead of a
-	// fresh one. E is a newer meta flag; memcached 1.6.18 answers
-	// "CLIENT_ERROR invalid flag" to it.
-	NewCAS uint64
 	// TooLarge: an ms whose value memcached refuses as too large; its data
 	// block is being swallowed and Data is nil. memcached also unlinks the
 	// key, whatever the mode.
 	TooLarge bool
+}
+
+// isMeta reports whether r's meta fields belong to it.
+func (r *Request) isMeta() bool {
+	switch r.Cmd {
+	case CmdMetaGet, CmdMetaSet, CmdMetaDelete, CmdMetaArithmetic, CmdMetaNoop, CmdMetaDebug:
+		return true
+	}
+	return false
 }
 
 // Has reports whether flag letter c was given.
@@ -301,17 +306,13 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 				break
 			}
 			r.Flags = v
-		case 'C', 'E':
+		case 'C':
 			v, ok := safeStrtoull(t[1:])
 			if !ok {
 				failed, hasError = errBadToken, true
 				break
 			}
-			if o == 'C' {
-				r.CAS = v
-			} else {
-				m.NewCAS = v
-			}
+			r.CAS = v
 		case 'M':
 			if len(t) != 2 {
 				failed, hasError = errMLength, true

@@ -55,9 +55,6 @@ func describeMeta(r *Request) string {
 	if m.Initial != 0 {
 		s += fmt.Sprintf(" J=%d", m.Initial)
 	}
-	if m.NewCAS != 0 {
-		s += fmt.Sprintf(" E=%d", m.NewCAS)
-	}
 	if m.TooLarge {
 		s += " too-large"
 	}
@@ -83,7 +80,14 @@ var metaCases = []parseCase{
 	{"mg key only", "mg k\r\n", []string{`mg key="k"`}},
 	{"mg flags in order", "mg k v t O12 k s\r\n", []string{`mg key="k" flags=vtOks opaque="O12"`}},
 	{"mg q sets noreply", "mg k q v\r\n", []string{`mg key="k" noreply flags=qv`}},
-	{"mg numeric flags", "mg k T30 N-5 R7 E99\r\n", []string{`mg key="k" exp=30 flags=TNRE N=-5 R=7 E=99`}},
+	{"mg numeric flags", "mg k T30 N-5 R7\r\n", []string{`mg key="k" exp=30 flags=TNR N=-5 R=7`}},
+	// E (explicit CAS) is newer than memcached 1.6.18, which refuses it
+	// whatever its token.
+	{"mg E", "mg k E99\r\n", []string{eInvalid}},
+	{"mg E bad token", "mg k Eabc\r\n", []string{eInvalid}},
+	{"ms E", "ms k 1 E5\r\nx\r\n", []string{eInvalid}},
+	{"md E", "md k E5\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
+	{"ma E", "ma k E5\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
 	{"mg key 251", "mg " + key251 + "\r\n", []string{eMetaFormat}},
 	{"mg duplicate", "mg k v v\r\n", []string{eDup}},
 	{"mg byte over 126", "mg k \xff\r\n", []string{eDup}},

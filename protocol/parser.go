@@ -48,7 +48,7 @@ type Parser struct {
 
 	toks [maxTokens - 1][]byte // tokens of the current line
 
-	ext parserExt // authentication state and forced dialect (see auth.go)
+	auth authState // see auth.go
 }
 
 // NewParser returns a parser for one connection. maxValue is the item size
@@ -66,13 +66,6 @@ func NewParser(maxValue int) *Parser {
 func (p *Parser) SetItemSizeMax(itemSizeMax int, useCAS bool) {
 	p.itemSizeMax = itemSizeMax
 	p.itemCAS = useCAS
-}
-
-// SetMaxGetLine sets the longest get/gets line accepted (DefaultMaxGetLine
-// by default); a longer one closes the connection. Values below memcached's
-// own buffer size (16384) are raised to it.
-func (p *Parser) SetMaxGetLine(n int) {
-	p.maxGetLine = max(n, maxTextLine)
 }
 
 // Dialect reports the connection's protocol, decided by its first byte
@@ -115,7 +108,7 @@ func (p *Parser) Next(buf []byte, r *Request) int {
 	if len(buf) < p.need {
 		return 0
 	}
-	if p.ext.check != nil && !p.ext.authed {
+	if p.auth.check != nil && !p.auth.authed {
 		return p.parseTextAuth(buf, r) // memcached -Y (see auth.go)
 	}
 	return p.parseText(buf, r)
@@ -221,6 +214,7 @@ func (p *Parser) tokenize(line []byte) (n, rest int) {
 // Keys and Args.
 func (r *Request) reset() {
 	r.Cmd = CmdNone
+	r.Line = nil
 	r.Key = nil
 	r.Keys = r.Keys[:0]
 	r.Flags = 0

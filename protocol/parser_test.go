@@ -245,6 +245,25 @@ var parseCases = []parseCase{
 	{"mx", "mx\r\n", []string{eUnknown}},
 	{"m", "m\r\n", []string{eUnknown}},
 
+	{"lru_crawler", "lru_crawler metadump all\r\n", []string{`lru_crawler args=["metadump" "all"]`}},
+
+	// An unknown command that ends in an HTTP version closes the
+	// connection without a reply, where memcached's dispatch gets that far.
+	{"http get", "GET / HTTP/1.0\r\n", []string{eClose}},
+	{"http put", "PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n", []string{eClose}},
+	{"http delete", "DELETE HTTP/1.1\r\n", []string{eClose}},
+	{"http bare version", "HTTP/1.0\r\n", []string{eClose}},
+	{"http three-letter m", "mzz HTTP/1.0\r\n", []string{eClose}},
+	{"http 23rd token", "zz" + strings.Repeat(" a", 21) + " HTTP/1.0 b c\r\n", []string{eClose}},
+	{"http 22nd token is not the last", "zz" + strings.Repeat(" a", 20) + " HTTP/1.0 b c\r\n", []string{eUnknown}},
+	{"http not last", "zz HTTP/1.0 noreply\r\n", []string{eUnknown}},
+	{"http lower case", "zz http/1.0\r\n", []string{eUnknown}},
+	{"http one-byte command", "x HTTP/1.0\r\n", []string{eUnknown}},
+	{"http dispatched letter", "sz HTTP/1.0\r\n", []string{eUnknown}},
+	{"http two-letter m", "mz HTTP/1.0\r\n", []string{eUnknown}},
+	{"http known to memcached", "watch HTTP/1.1\r\n", []string{eUnknown}},
+	{"http near-miss of a known name", "watchx HTTP/1.1\r\n", []string{eClose}},
+
 	// Overlong lines.
 	{"2048 bytes without newline waits", strings.Repeat("a", 2048), []string{"pending 2048 need=0"}},
 	{"2049 bytes without newline closes", strings.Repeat("a", 2049), []string{eClose}},
@@ -421,7 +440,7 @@ func TestGetManyKeys(t *testing.T) {
 
 func TestMaxGetLine(t *testing.T) {
 	p := NewParser(testMaxValue)
-	p.SetMaxGetLine(20000)
+	p.maxGetLine = 20000
 	var r Request
 	long := []byte("get " + strings.Repeat("a ", 10000)) // 20004 bytes, no newline
 	if n := p.Next(long[:19000], &r); n != 0 {
@@ -431,7 +450,7 @@ func TestMaxGetLine(t *testing.T) {
 		t.Fatalf("20004 bytes: n=%d %s", n, describe(&r))
 	}
 	p = NewParser(testMaxValue)
-	p.SetMaxGetLine(20000)
+	p.maxGetLine = 20000
 	line := append(long[:20000:20000], "\r\n"...)
 	if n := p.Next(line, &r); n != len(line) || r.Err != errLineTooLong {
 		t.Fatalf("20002-byte line: n=%d %s", n, describe(&r))
@@ -628,6 +647,32 @@ func BenchmarkParseGet10Fields(b *testing.B) {
 	}
 }
 
+// TestLine checks the command line kept for the command log.
+func TestLine(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"get", "get a b\r\n", "get a b"},
+		{"storage", "set k 0 0 5\r\nhello\r\n", "set k 0 0 5"},
+		{"bare newline", "version\n", "version"},
+		{"meta", "mg k v\r\n", "mg k v"},
+		{"error", "bogus line\r\n", "bogus line"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Request
+			if n := NewParser(testMaxValue).Next([]byte(tc.in), &r); n == 0 || string(r.Line) != tc.want {
+				t.Fatalf("%q: Line %q (n=%d), want %q", tc.in, r.Line, n, tc.want)
+			}
+		})
+	}
+	var r Request
+	p := NewParser(testMaxValue)
+	p.Next([]byte("get a\r\n"), &r)
+	p.Next([]byte("set k 0 0 2000000\r\n"), &r) // too large: swallowing
+	if p.Next([]byte("xxxx"), &r); r.Line != nil {
+		t.Errorf("swallowed bytes kept Line %q", r.Line)
+	}
+}
+
 // TestRebase checks that requests from the parser can be moved to a copy of
 // their buffer, as a worker pool does when the reactor's buffer is reused.
 func TestRebase(t *testing.T) {
@@ -641,12 +686,15 @@ func TestRebase(t *testing.T) {
 		from := []byte(in)
 		var r Request
 		n := NewParser(testMaxValue).Next(from, &r)
-		want := describe(&r)
+		want, wantLine := describe(&r), string(r.Line)
 		to := append([]byte(nil), from...)
 		clear(from) // the old buffer is reused
 		r.Rebase(from, to)
 		if got := describe(&r); got != want || n == 0 {
 			t.Errorf("input %q: after Rebase %s, want %s", in, got, want)
+		}
+		if string(r.Line) != wantLine {
+			t.Errorf("input %q: after Rebase Line %q, want %q", in, r.Line, wantLine)
 		}
 		if e := checkRequest(to, n, &r); e != "" {
 			t.Errorf("input %q: after Rebase: %s", in, e)

@@ -103,23 +103,6 @@ func AppendStatInt(dst []byte, name string, v int64) []byte {
 	return append(dst, crlf...)
 }
 
-// AppendStatFloat appends "STAT <name> <v>\r\n" with v in %.6f form, as
-// memcached prints rusage_user, rusage_system and the like (e.g. "0.012345").
-func AppendStatFloat(dst []byte, name string, v float64) []byte {
-	dst = appendStatName(dst, name)
-	dst = strconv.AppendFloat(dst, v, 'f', 6, 64)
-	return append(dst, crlf...)
-}
-
-// AppendStatBool appends "STAT <name> yes|no\r\n", memcached's form for
-// boolean settings (e.g. "STAT cas_enabled yes").
-func AppendStatBool(dst []byte, name string, v bool) []byte {
-	if v {
-		return AppendStatString(dst, name, "yes")
-	}
-	return AppendStatString(dst, name, "no")
-}
-
 func appendStatName(dst []byte, name string) []byte {
 	dst = append(dst, "STAT "...)
 	dst = append(dst, name...)

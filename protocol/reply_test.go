@@ -25,9 +25,6 @@ func TestAppendReplies(t *testing.T) {
 		{"stat string", AppendStatString(nil, "version", "1.6.18"), "STAT version 1.6.18\r\n"},
 		{"stat uint", AppendStatUint(nil, "curr_items", 42), "STAT curr_items 42\r\n"},
 		{"stat int", AppendStatInt(nil, "delta", -3), "STAT delta -3\r\n"},
-		{"stat float", AppendStatFloat(nil, "rusage_user", 0.0123456), "STAT rusage_user 0.012346\r\n"},
-		{"stat bool yes", AppendStatBool(nil, "cas_enabled", true), "STAT cas_enabled yes\r\n"},
-		{"stat bool no", AppendStatBool(nil, "cas_enabled", false), "STAT cas_enabled no\r\n"},
 		{"error", AppendError(nil, errBadFormat), "CLIENT_ERROR bad command line format\r\n"},
 		{"error without reply", AppendError(nil, errLineTooLong), ""},
 		{"line", AppendLine(nil, ReplyTooManyConns), "ERROR Too many open connections\r\n"},
@@ -48,7 +45,6 @@ func TestAppendNoAllocs(t *testing.T) {
 		b = AppendUint(b, 99)
 		b = AppendStatUint(b, "get_hits", 1<<40)
 		b = AppendStatInt(b, "x", -1)
-		b = AppendStatFloat(b, "rusage_user", 1.5)
 		b = AppendError(b, errTooLarge)
 		_ = append(b, RespEnd...)
 	})

@@ -32,6 +32,10 @@ const (
 	CmdStats
 	CmdQuit
 	CmdShutdown
+	// CmdLruCrawler is memcached's lru_crawler command; Request.Args holds
+	// its arguments. tandem has no LRU crawler: the handler answers it as
+	// memcached does with dumps disabled (-X), or ERROR.
+	CmdLruCrawler
 
 	// Meta protocol (see meta.go).
 	CmdMetaGet
@@ -72,6 +76,11 @@ const MaxKeyLen = 250
 type Request struct {
 	Cmd Command
 
+	// Line is the command line of a text request without its line ending
+	// (the data block of a storage command is not part of it), for logging
+	// (-vv). It is nil for binary requests.
+	Line []byte
+
 	// Key is the first (for storage, arithmetic, delete, touch: the only) key.
 	Key []byte
 	// Keys holds every key of a retrieval command (Keys[0] == Key). Its
@@ -85,7 +94,7 @@ type Request struct {
 	Data    []byte // storage value without the trailing "\r\n"
 	Noreply bool
 
-	// Args holds the raw arguments of stats, verbosity, flush_all and shutdown
+	// Args holds the raw arguments of stats, lru_crawler, verbosity, flush_all and shutdown
 	// (for verbosity and flush_all without a trailing noreply, which sets
 	// Noreply; memcached ignores noreply on stats and shutdown, so there it
 	// stays an argument). At most 22 are kept, memcached's token limit.
@@ -138,5 +147,13 @@ func (r *Request) Rebase(from, to []byte) {
 	for i := range r.Args {
 		r.Args[i] = re(r.Args[i])
 	}
-	r.rebaseExt(re)
+	r.Line = re(r.Line)
+	// Only a meta request's Opaque is a slice of the input; for any other
+	// request it may be left over from an earlier meta request parsed into
+	// the same Request, so it is dropped rather than re-pointed.
+	if r.isMeta() {
+		r.Meta.Opaque = re(r.Meta.Opaque)
+	} else {
+		r.Meta.Opaque = nil
+	}
 }

@@ -1,6 +1,9 @@
 package protocol
 
-import "math"
+import (
+	"bytes"
+	"math"
+)
 
 // This file turns one classic text line into a Request, following memcached
 // 1.6.18's process_command_ascii and its process_*_command functions,
@@ -13,6 +16,7 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 	r.reset()
 	p.need = 0
 	line := textLine(buf, lineEnd)
+	r.Line = line
 	n, rest := p.tokenize(line)
 	// memcached: no command is shorter than two bytes.
 	if n == 0 || len(p.toks[0]) < 2 {
@@ -61,6 +65,10 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 		r.Cmd = CmdStats
 		r.Args = append(r.Args, p.toks[1:n]...)
 		return next
+	case "lru_crawler":
+		r.Cmd = CmdLruCrawler
+		r.Args = append(r.Args, p.toks[1:n]...)
+		return next
 	case "shutdown":
 		r.Cmd = CmdShutdown
 		r.Args = append(r.Args, p.toks[1:n]...)
@@ -68,7 +76,35 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 	case "mg", "ms", "md", "ma", "mn", "me":
 		return p.parseMeta(buf, lineEnd, r)
 	}
+	if isHTTPRequest(p.toks[0], p.toks[n-1]) {
+		return fail(r, errHTTPRequest, next)
+	}
 	return fail(r, errUnknown, next)
+}
+
+// isHTTPRequest reports whether an unknown command named cmd, whose last
+// token is last, is what memcached takes for an HTTP request: the last token
+// starts with "HTTP/". memcached closes the connection on it without a reply,
+// so that a browser tricked into sending a request to the cache gets nothing
+// back (its t/malicious-commands.t). It only looks once its dispatch has
+// found no command: names starting with a, c, d, g, i, s or t, two-letter
+// names starting with m, and the commands it serves that tandem does not
+// (lru_crawler, lru, watch, extstore) are answered ERROR instead.
+func isHTTPRequest(cmd, last []byte) bool {
+	if !bytes.HasPrefix(last, []byte("HTTP/")) {
+		return false
+	}
+	switch {
+	case bytes.IndexByte([]byte("acdgist"), cmd[0]) >= 0:
+		return false
+	case cmd[0] == 'm' && len(cmd) == 2:
+		return false
+	}
+	switch string(cmd) {
+	case "lru_crawler", "lru", "watch", "extstore":
+		return false
+	}
+	return true
 }
 
 // fail makes r a CmdError with e and returns n.
@@ -405,6 +441,12 @@ func safeStrtoull(s []byte) (uint64, bool) {
 	}
 	return v, true
 }
+
+// ParseUint32 reads a number argument as memcached's safe_strtoul does:
+// strtoul (64-bit) truncated to 32 bits, so "4294967296" is 0 and "-1" is
+// refused. Command arguments the parser leaves in Request.Args (stats
+// cachedump, lru_crawler) are read with it.
+func ParseUint32(s []byte) (uint32, bool) { return safeStrtoul(s) }
 
 // safeStrtoul is memcached's safe_strtoul: strtoul (64-bit) truncated to 32 bits.
 func safeStrtoul(s []byte) (uint32, bool) {

@@ -7,39 +7,22 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-)
 
-// ConnInfo describes one socket of a Server, for "stats conns".
-type ConnInfo struct {
-	// FD is the socket's file descriptor.
-	FD int
-	// Remote is the peer's address; for a listener, its bound address.
-	Remote net.Addr
-	// Local is the listening address the connection was accepted on; nil
-	// for a listener.
-	Local net.Addr
-	// Listening marks a listening socket (listed in goroutine mode only:
-	// gnet does not expose its listeners' descriptors).
-	Listening bool
-	// Executing reports that a worker is running the connection's requests
-	// (pool mode; false in the other modes, which do not track it).
-	Executing bool
-	// LastActive is when bytes last arrived (or the connection opened);
-	// zero for a listener.
-	LastActive time.Time
-}
+	"github.com/tandemcache/tandem/protocol"
+)
 
 // ConnLister is implemented by every Server New returns.
 type ConnLister interface {
-	// Conns lists the open connections (and listeners where known). It is
+	// Conns lists the open connections (and listeners where known), for
+	// "stats conns". It is
 	// safe to call from any goroutine; it takes the connection registry's
 	// lock briefly, and per-connection locks one at a time after it.
-	Conns() []ConnInfo
+	Conns() []protocol.ConnInfo
 }
 
 // Conns lists s's sockets, or returns nil when s does not implement
 // ConnLister.
-func Conns(s Server) []ConnInfo {
+func Conns(s Server) []protocol.ConnInfo {
 	if l, ok := s.(ConnLister); ok {
 		return l.Conns()
 	}
@@ -50,12 +33,12 @@ func Conns(s Server) []ConnInfo {
 // once OnClose has run, so addresses are copied while connMu proves the
 // connection is still registered (OnClose unregisters it under connMu
 // before gnet releases it).
-func (s *gnetServer) Conns() []ConnInfo {
+func (s *gnetServer) Conns() []protocol.ConnInfo {
 	s.connMu.Lock()
-	infos := make([]ConnInfo, 0, len(s.conns))
+	infos := make([]protocol.ConnInfo, 0, len(s.conns))
 	gcs := make([]*gconn, 0, len(s.conns))
 	for gc := range s.conns {
-		infos = append(infos, ConnInfo{
+		infos = append(infos, protocol.ConnInfo{
 			FD:         gc.c.Fd(),
 			Remote:     cloneAddr(gc.c.RemoteAddr()),
 			Local:      s.listenerOf(gc.c.LocalAddr()),
@@ -123,13 +106,13 @@ func (c *Config) activityNow() int64 {
 }
 
 // Conns implements ConnLister, listing the listener first.
-func (s *netServer) Conns() []ConnInfo {
-	var infos []ConnInfo
+func (s *netServer) Conns() []protocol.ConnInfo {
+	var infos []protocol.ConnInfo
 	select {
 	case <-s.ready:
 		for _, ln := range s.lns {
 			if fd, ok := sysFD(ln); ok {
-				infos = append(infos, ConnInfo{FD: fd, Remote: ln.Addr(), Listening: true})
+				infos = append(infos, protocol.ConnInfo{FD: fd, Remote: ln.Addr(), Listening: true})
 			}
 		}
 	default:
@@ -141,7 +124,7 @@ func (s *netServer) Conns() []ConnInfo {
 		if !ok {
 			continue // closed meanwhile
 		}
-		infos = append(infos, ConnInfo{
+		infos = append(infos, protocol.ConnInfo{
 			FD:         fd,
 			Remote:     c.RemoteAddr(),
 			Local:      st.listener,

@@ -31,7 +31,7 @@ func TestConnsAndLatency(t *testing.T) {
 			var observed, bad atomic.Int64
 			release := make(chan struct{})
 			srv := startTest(t, mode, func(c *Config) {
-				c.NewSession = func() Session { return blockSession{release: release} }
+				c.NewSession = func(net.Addr) Session { return blockSession{release: release} }
 				c.ObserveLatency = func(d time.Duration) {
 					observed.Add(1)
 					if d < 0 || d > time.Minute {

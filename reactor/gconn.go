@@ -103,7 +103,7 @@ const writeChunk = 16 << 10
 const closeLinger = 10 * time.Second
 
 func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
-	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(), lat: newLatencySampler(c.Fd())}
+	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd())}
 	w, err := newConnWriter(gc.fd, &s.limits, gc.resumeFromWriter)
 	if err != nil {
 		gc.sess.Close()

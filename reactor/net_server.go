@@ -231,7 +231,7 @@ const netReadSize = 16 << 10
 // before blocking for more input. A peer that stops reading blocks only its
 // own goroutine in Write: memory stays bounded by the buffers.
 func (s *netServer) serveConn(c net.Conn, st *netConnState) {
-	sess := s.cfg.NewSession()
+	sess := s.cfg.NewSession(c.RemoteAddr())
 	defer func() {
 		if p := recover(); p != nil {
 			s.panics.Add(1)

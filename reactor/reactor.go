@@ -81,8 +81,9 @@ type Config struct {
 	// MaxConns is the connection limit (-c); further connections get
 	// "ERROR Too many open connections" and are closed.
 	MaxConns int
-	// NewSession creates the protocol state of a new connection.
-	NewSession func() Session
+	// NewSession creates the protocol state of a new connection from peer,
+	// its remote address.
+	NewSession func(peer net.Addr) Session
 	// Executor runs pool mode's workers.
 	Executor Executor
 	// Workers is the number of pool workers (--workers): each executes one

@@ -110,7 +110,7 @@ func testConfig(t testing.TB, mode Mode) Config {
 		Addrs:      []string{"127.0.0.1:0"},
 		Loops:      2,
 		MaxConns:   100,
-		NewSession: func() Session { return lineSession{} },
+		NewSession: func(net.Addr) Session { return lineSession{} },
 		Logger:     zerolog.Nop(),
 	}
 	if mode == ModePool {
@@ -142,7 +142,7 @@ var variants = []struct {
 
 func TestConfigValidate(t *testing.T) {
 	ok := func() Config {
-		return Config{Mode: ModeInline, Addrs: []string{"127.0.0.1:0"}, Loops: 1, MaxConns: 1, NewSession: func() Session { return lineSession{} }}
+		return Config{Mode: ModeInline, Addrs: []string{"127.0.0.1:0"}, Loops: 1, MaxConns: 1, NewSession: func(net.Addr) Session { return lineSession{} }}
 	}
 	tests := []struct {
 		name string
@@ -449,7 +449,7 @@ func TestRequestsReadBeforeCloseRun(t *testing.T) {
 					if v.mod != nil {
 						v.mod(c)
 					}
-					c.NewSession = func() Session {
+					c.NewSession = func(net.Addr) Session {
 						return countSession{blockSession{release: release}, &ran}
 					}
 				})

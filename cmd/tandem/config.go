@@ -4,20 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/rs/zerolog"
 
 	"github.com/tandemcache/tandem/reactor"
 )
 
 // Config is the effective configuration from the command line.
 type Config struct {
-	Port             int
-	Listen           string
+	Port int
+	// Listen lists the -l values: each an address, or an address with a
+	// port ("127.0.0.1:11212", "[::1]:11212"); several -l and comma lists
+	// add up, as in memcached.
+	Listen           []string
 	MemoryMB         int64
 	MaxConns         int
 	Threads          int
@@ -28,36 +30,65 @@ type Config struct {
 	Workers          int
 	LogLevel         string
 	LogFormat        string
+	LogFile          string
 	EnableShutdown   bool
 	DisableFlushAll  bool
 	DisableCAS       bool
+	DisableDumps     bool // -X
 	Protocol         string
 	ReqsPerEvent     int
 	IdleTimeout      time.Duration
 	ReusePort        bool
 	WorkerWrites     bool
 	MaxConnOutput    int   // per-connection cap on unsent replies, bytes
-	MaxConnInput     int   // per-connection cap on unparsed input, bytes
+	MaxConnInput     int   // per-connection cap on an incomplete request, bytes
 	BufferLimit      int64 // all connections' buffers together, bytes; -1 = no limit
 	PidFile          string
 	ShowVersion      bool
+	ShowHelp         bool
+	ShowLicense      bool
 	MetricsListen    string
 	Pprof            bool
 	AuthFile         string
+	Daemon           bool
+	User             string
+	LockMemory       bool // -k: mlockall
+	CoreDumps        bool // -r: raise the core file limit
+	Backlog          int  // -b: listen backlog
+	// PrefixDelimiter is -D: the delimiter of per-prefix stats; setting it
+	// turns those stats on, as in memcached.
+	PrefixDelimiter byte
+	// DetailEnabled starts per-prefix stats on (-D given).
+	DetailEnabled bool
+	// UnixSocket is -s and UnixMask -a (octal permissions of the socket).
+	UnixSocket string
+	UnixMask   uint32
 
-	// Accepted for memcached command-line compatibility only.
-	UDPPort  int
-	User     string
-	Options  []string
-	Daemon   bool
-	Socket   string
-	LargeMem bool
+	// Accepted for memcached command-line compatibility; see their flags.
+	UDPPort      int
+	Options      []string
+	LargePages   bool
+	GrowthFactor float64
+	SlabMinSize  int
+	SASL         bool
+	DisableWatch bool
+	MemoryFile   string
+	TLS          bool
+	NapiIDs      int
 
 	// Warnings lists accepted but unsupported settings, logged once at start.
 	Warnings []string
 }
 
-// maxItemSizeFlag parses memcached's -I syntax: bytes with an optional k or m suffix.
+// Exit statuses, documented in --help and docs/operations.md.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the server could not start or stopped on an error
+	exitUsage   = 2 // the command line is wrong
+)
+
+// parseSize parses memcached's size syntax (-I and tandem's byte flags):
+// bytes with an optional k or m suffix.
 func parseSize(s string) (int, error) {
 	s = strings.TrimSpace(strings.ToLower(s))
 	mult := 1
@@ -74,142 +105,40 @@ func parseSize(s string) (int, error) {
 	return n * mult, nil
 }
 
-// parseFlags reads the command line into a Config. It returns
-// pflag.ErrHelp for --help.
-func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
-	c := &Config{}
-	fs := pflag.NewFlagSet("tandem", pflag.ContinueOnError)
-	fs.SortFlags = false
-	var mode, itemSize string
-	fs.IntVarP(&c.Port, "port", "p", 11211, "TCP port to listen on (0 picks a free port, logged at start)")
-	fs.StringVarP(&c.Listen, "listen", "l", "127.0.0.1", "interface address to listen on (default loopback only; 0.0.0.0 for all)")
-	fs.Int64VarP(&c.MemoryMB, "memory-limit", "m", 64, "item memory in megabytes (key+value+48 bytes per item)")
-	fs.IntVarP(&c.MaxConns, "conn-limit", "c", 1024, "max simultaneous connections; extra ones get \"ERROR Too many open connections\"")
-	fs.IntVarP(&c.Threads, "threads", "t", runtime.GOMAXPROCS(0), "event loops (reactor threads); default GOMAXPROCS")
-	fs.StringVarP(&itemSize, "max-item-size", "I", "1m", "max item size, bytes with optional k/m suffix (key+value+48 bytes must fit)")
-	fs.BoolVarP(&c.DisableEvictions, "disable-evictions", "M", false, "return an error on memory exhausted instead of evicting items")
-	fs.CountVarP(&c.Verbose, "verbose", "v", "verbose logging (-v debug, -vv trace); overrides --log-level")
-	fs.StringVar(&mode, "mode", "pool", "scheduling: pool (event loops + worker pool), inline (loops execute), goroutine (one goroutine per connection)")
-	fs.IntVar(&c.Workers, "workers", 2*runtime.GOMAXPROCS(0), "worker pool size in pool mode (default 2 x GOMAXPROCS)")
-	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	fs.StringVar(&c.LogFormat, "log-format", "", "log format: json or console (default console on a terminal, else json)")
-	fs.BoolVarP(&c.EnableShutdown, "enable-shutdown", "A", false, "allow the shutdown command")
-	fs.BoolVarP(&c.DisableFlushAll, "disable-flush-all", "F", false, "refuse flush_all")
-	fs.BoolVarP(&c.DisableCAS, "disable-cas", "C", false, "report CAS uniques as 0")
-	fs.StringVarP(&c.Protocol, "protocol", "B", "auto", "binding protocol: auto, ascii or binary")
-	fs.IntVarP(&c.ReqsPerEvent, "max-reqs-per-event", "R", 20, "requests one connection runs before the others get their turn; a longer pipeline is served in slices (memcached -R)")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 0, "close connections that complete no request for this long: idle, trickling a partial request, or not reading their replies (e.g. 30s; 0 = never; memcached -o idle_timeout=SECONDS)")
-	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
-	var connOutput, connInput string
-	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose replies to one slice of requests exceed this (bytes, k/m suffix): a multi-get of many large values. A client that does not read is not closed: its requests stop running once 256k of its replies are unsent")
-	fs.StringVar(&connInput, "max-conn-input", "64m", "where reads cannot be paused (no /proc), close a connection whose unparsed input exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that by default)")
-	var bufLimit string
-	fs.StringVar(&bufLimit, "conn-buffer-limit", "16m", "all connections' buffers together (queued replies, framed and unparsed input); above it a connection holds no reply the socket refused and one reading a large value is closed (bytes, k/m suffix; 0 = no limit; memcached -o read_buf_mem_limit=MB)")
-	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "ignored: pool workers always write their replies to the socket themselves")
-	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file")
-	fs.BoolVarP(&c.ShowVersion, "version", "V", false, "print the version and exit")
-	fs.StringVarP(&c.AuthFile, "auth-file", "Y", "", "require authentication with the user:password lines of this file: SASL PLAIN on binary connections, memcached's -Y token (a set whose data is \"user password\") on text ones")
-	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP on this host:port at /metrics, e.g. 127.0.0.1:9150 (default off)")
-	fs.BoolVar(&c.Pprof, "pprof", false, "also serve Go's net/http/pprof at /debug/pprof/ on the --metrics-listen address")
-	fs.IntVarP(&c.UDPPort, "udp-port", "U", 0, "UDP port: tandem does not serve UDP; only 0 is meaningful")
-	fs.StringVarP(&c.User, "user", "u", "", "accepted for memcached compatibility; tandem does not change user (use systemd DynamicUser)")
-	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached extended options key=value (idle_timeout maps to --idle-timeout; others are ignored with a warning)")
-	fs.BoolVarP(&c.Daemon, "daemon", "d", false, "accepted for compatibility; tandem always runs in the foreground")
-	fs.StringVarP(&c.Socket, "unix-socket", "s", "", "not supported (TCP only); ignored with a warning")
-	fs.BoolVarP(&c.LargeMem, "enable-largepages", "L", false, "accepted for compatibility; ignored")
-
-	if err := fs.Parse(args); err != nil {
-		return nil, fs, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	c.Mode = reactor.Mode(mode)
-	size, err := parseSize(itemSize)
-	if err != nil {
-		return nil, fs, fmt.Errorf("-I: %w", err)
-	}
-	c.MaxItemSize = size
-	if c.MaxConnOutput, err = parseSize(connOutput); err != nil {
-		return nil, fs, fmt.Errorf("--max-conn-output: %w", err)
-	}
-	if c.MaxConnInput, err = parseSize(connInput); err != nil {
-		return nil, fs, fmt.Errorf("--max-conn-input: %w", err)
-	}
-	if bufLimit == "0" {
-		c.BufferLimit = -1
-	} else if n, err := parseSize(bufLimit); err != nil {
-		return nil, fs, fmt.Errorf("--conn-buffer-limit: %w", err)
-	} else {
-		c.BufferLimit = int64(n)
-	}
-	if !fs.Changed("max-conn-input") {
-		// A value of -I bytes must fit in the input buffer.
-		c.MaxConnInput = max(c.MaxConnInput, c.MaxItemSize+64<<10)
-	}
-	if err := c.applyExtended(); err != nil {
-		return nil, fs, err
-	}
-	c.collectWarnings(fs)
-	return c, fs, nil
-}
-
-// applyExtended maps memcached's -o options onto tandem's settings.
-func (c *Config) applyExtended() error {
-	for _, opt := range c.Options {
-		for _, kv := range strings.Split(opt, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "idle_timeout":
-				secs, err := strconv.Atoi(v)
-				if err != nil || secs < 0 {
-					return fmt.Errorf("-o idle_timeout: bad seconds %q", v)
-				}
-				c.IdleTimeout = time.Duration(secs) * time.Second
-			case "read_buf_mem_limit":
-				mb, err := strconv.Atoi(v)
-				if err != nil || mb < 0 {
-					return fmt.Errorf("-o read_buf_mem_limit: bad megabytes %q", v)
-				}
-				c.BufferLimit = int64(mb) << 20
-				if mb == 0 {
-					c.BufferLimit = -1 // memcached: 0 means unlimited
-				}
-			case "":
-			default:
-				c.Warnings = append(c.Warnings, "-o "+kv+": not supported by tandem, ignored")
+// ListenAddrs returns the host:port of every -l value, -p filling in where
+// the value has no port.
+func (c *Config) ListenAddrs() ([]string, error) {
+	addrs := make([]string, 0, len(c.Listen))
+	for _, l := range c.Listen {
+		host, port := l, strconv.Itoa(c.Port)
+		if h, p, err := net.SplitHostPort(l); err == nil {
+			if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+				return nil, fmt.Errorf("-l %q: bad port", l)
 			}
+			host, port = h, p
+		} else if strings.Count(l, ":") == 1 {
+			return nil, fmt.Errorf("-l %q: %v", l, err)
+		} else {
+			host = strings.TrimSuffix(strings.TrimPrefix(l, "["), "]")
 		}
+		if host == "" {
+			return nil, fmt.Errorf("-l %q: no address", l)
+		}
+		addrs = append(addrs, net.JoinHostPort(host, port))
 	}
-	return nil
+	return addrs, nil
 }
 
-func (c *Config) collectWarnings(fs *pflag.FlagSet) {
-	if c.UDPPort != 0 {
-		c.Warnings = append(c.Warnings, "-U: UDP is not served by tandem; TCP only")
-	}
-	if c.User != "" {
-		c.Warnings = append(c.Warnings, "-u: tandem does not switch users; run it as the intended user")
-	}
-	if c.Daemon {
-		c.Warnings = append(c.Warnings, "-d: tandem runs in the foreground; use a service manager")
-	}
-	if c.Socket != "" {
-		c.Warnings = append(c.Warnings, "-s: unix sockets are not supported; listening on TCP only")
-	}
-	if c.LargeMem {
-		c.Warnings = append(c.Warnings, "-L: large pages are not used")
-	}
-	if c.WorkerWrites {
-		c.Warnings = append(c.Warnings, "--worker-writes: ignored; pool workers always write their replies themselves")
-	}
-}
-
-// Validate reports the first invalid setting.
+// Validate reports every invalid setting.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("-p: port %d out of range 0..65535", c.Port))
+	}
+	if len(c.Listen) == 0 {
+		errs = append(errs, errors.New("-l: no address"))
+	} else if _, err := c.ListenAddrs(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MemoryMB < 1 {
 		errs = append(errs, fmt.Errorf("-m: memory limit must be >= 1 MB, got %d", c.MemoryMB))
@@ -230,11 +159,11 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--mode: %q is not pool, inline or goroutine", c.Mode))
 	}
-	if c.Workers < 1 {
-		errs = append(errs, fmt.Errorf("--workers: must be >= 1, got %d", c.Workers))
-	}
 	if c.ReqsPerEvent < 1 {
 		errs = append(errs, fmt.Errorf("-R: must be >= 1, got %d", c.ReqsPerEvent))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers: must be >= 1, got %d", c.Workers))
 	}
 	switch c.Protocol {
 	case "auto", "ascii", "binary":
@@ -245,6 +174,9 @@ func (c *Config) Validate() error {
 	case "", "json", "console":
 	default:
 		errs = append(errs, fmt.Errorf("--log-format: %q is not json or console", c.LogFormat))
+	}
+	if _, err := zerolog.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
+		errs = append(errs, fmt.Errorf("--log-level: %q is not trace, debug, info, warn or error", c.LogLevel))
 	}
 	if c.IdleTimeout < 0 {
 		errs = append(errs, errors.New("--idle-timeout: must not be negative"))
@@ -263,5 +195,35 @@ func (c *Config) Validate() error {
 	if c.Pprof && c.MetricsListen == "" {
 		errs = append(errs, errors.New("--pprof: needs --metrics-listen"))
 	}
+	if c.Backlog < 1 {
+		errs = append(errs, fmt.Errorf("-b: listen backlog must be >= 1, got %d", c.Backlog))
+	}
+	if c.UnixMask > 0o777 {
+		errs = append(errs, fmt.Errorf("-a: mask %o is not octal permissions (at most 777)", c.UnixMask))
+	}
+	if c.GrowthFactor <= 1 {
+		errs = append(errs, fmt.Errorf("-f: growth factor must be greater than 1, got %g", c.GrowthFactor))
+	}
+	if c.SlabMinSize < 1 {
+		errs = append(errs, fmt.Errorf("-n: slab minimum size must be >= 1, got %d", c.SlabMinSize))
+	}
+	errs = append(errs, c.unservable()...)
 	return errors.Join(errs...)
+}
+
+// unservable lists the settings that would change what a client sees in a
+// way tandem cannot give: starting anyway would run the server unsafely or
+// silently differently, so they stop it at start.
+func (c *Config) unservable() []error {
+	var errs []error
+	if c.TLS {
+		errs = append(errs, errors.New("-Z: TLS is not supported by tandem; terminate TLS in front of it (e.g. stunnel, a sidecar)"))
+	}
+	if c.MemoryFile != "" {
+		errs = append(errs, errors.New("-e: a memory file (restartable cache) is not supported by tandem; items live in process memory only"))
+	}
+	if c.SASL && c.AuthFile == "" {
+		errs = append(errs, errors.New("-S: SASL needs credentials in tandem: give them with -Y/--auth-file (user:password lines; SASL PLAIN)"))
+	}
+	return errs
 }

@@ -2,15 +2,15 @@
 //
 // It parses memcached-style flags, builds the cache, the command handler,
 // the worker pool and the network front end for the chosen mode, and runs
-// until SIGINT or SIGTERM, then shuts down gracefully.
+// until SIGINT, SIGTERM or SIGUSR1 (or an allowed shutdown command), then
+// shuts down gracefully. With -d it runs as a daemon (see daemon.go).
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
-	"github.com/spf13/pflag"
+	"github.com/tandemcache/tandem"
 )
 
 // version is tandem's release; the protocol version it reports is
@@ -21,24 +21,32 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-// run is main without the exit, returning the process status.
+// run is main without the exit, returning the process status: exitOK,
+// exitFailure when the server cannot start or stops on an error, exitUsage
+// for a wrong command line.
 func run(args []string) int {
 	cfg, fs, err := parseFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tandem: %v (see --help)\n", err)
-		return 2
+		return exitUsage
 	}
-	_ = fs
-	if cfg.ShowVersion {
+	switch {
+	case cfg.ShowHelp:
+		printUsage(os.Stdout, fs)
+		return exitOK
+	case cfg.ShowVersion:
 		fmt.Printf("tandem %s (memcached protocol %s)\n", version, protocolVersion)
-		return 0
+		return exitOK
+	case cfg.ShowLicense:
+		fmt.Printf("tandem %s\n\n%s", version, tandem.License)
+		return exitOK
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "tandem: %v\n", err)
-		return 2
+		return exitUsage
+	}
+	if cfg.Daemon && !isDaemonChild() {
+		return daemonize()
 	}
 	return serve(cfg)
 }

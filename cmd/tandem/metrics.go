@@ -18,7 +18,6 @@ import (
 
 	"github.com/tandemcache/tandem/cache"
 	"github.com/tandemcache/tandem/protocol/handler"
-	"github.com/tandemcache/tandem/reactor"
 )
 
 // The metrics endpoint (--metrics-listen) serves the metric names of the
@@ -44,11 +43,11 @@ type metrics struct {
 	ln      net.Listener
 }
 
-// metricsSources are what a scrape reads.
+// metricsSources are what a scrape reads: the handler's typed stats
+// snapshot (the same one "stats" renders) and the cache's per-shard view.
 type metricsSources struct {
 	Handler *handler.Handler
 	Cache   *cache.Cache
-	Server  func() reactor.Stats
 }
 
 // newMetrics builds the registry, or returns nil when metrics are off.
@@ -149,11 +148,11 @@ func (p promLogger) Println(v ...any) {
 	p.l.Error().Str("component", "metrics").Msg(fmt.Sprint(v...))
 }
 
-// statMetric maps one general stats field onto a metric.
+// statMetric maps one general statistic onto a metric.
 type statMetric struct {
-	stat string
-	desc *prometheus.Desc
-	vt   prometheus.ValueType
+	desc  *prometheus.Desc
+	vt    prometheus.ValueType
+	value func(s *handler.Stats) float64
 }
 
 // shardMetric maps one per-shard value onto a metric labelled by slab
@@ -193,36 +192,72 @@ func newStatsCollector(src metricsSources) *statsCollector {
 		commands: d("memcached_commands_total", "Total number of all requests broken down by command (get, set, etc.) and status.", "command", "status"),
 		closed:   d("tandem_connections_closed_total", "Connections closed by the server, by reason.", "reason"),
 	}
-	g := func(stat, name, help string, vt prometheus.ValueType) statMetric {
-		return statMetric{stat: stat, desc: d(name, help), vt: vt}
+	g := func(name, help string, vt prometheus.ValueType, v func(s *handler.Stats) float64) statMetric {
+		return statMetric{desc: d(name, help), vt: vt, value: v}
 	}
 	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	srv := func(c handler.ServerCounter) func(s *handler.Stats) float64 {
+		return func(s *handler.Stats) float64 { return float64(s.Server.Counters[c]) }
+	}
 	c.general = []statMetric{
-		g("uptime", "memcached_uptime_seconds", "Number of seconds since the server started.", counter),
-		g("time", "memcached_time_seconds", "current UNIX time according to the server.", gauge),
-		g("rusage_user", "memcached_process_user_cpu_seconds_total", "Accumulated user time for this process.", counter),
-		g("rusage_system", "memcached_process_system_cpu_seconds_total", "Accumulated system time for this process.", counter),
-		g("bytes_read", "memcached_read_bytes_total", "Total number of bytes read by this server from network.", counter),
-		g("bytes_written", "memcached_written_bytes_total", "Total number of bytes sent by this server to network.", counter),
-		g("curr_connections", "memcached_current_connections", "Current number of open connections.", gauge),
-		g("max_connections", "memcached_max_connections", "Maximum number of clients allowed.", gauge),
-		g("total_connections", "memcached_connections_total", "Total number of connections opened since the server started running.", counter),
-		g("rejected_connections", "memcached_connections_rejected_total", "Total number of connections rejected due to hitting the -c limit.", counter),
-		g("bytes", "memcached_current_bytes", "Current number of bytes used to store items.", gauge),
-		g("limit_maxbytes", "memcached_limit_bytes", "Number of bytes this server is allowed to use for storage.", gauge),
-		g("curr_items", "memcached_current_items", "Current number of items stored by this instance.", gauge),
-		g("total_items", "memcached_items_total", "Total number of items stored during the life of this instance.", counter),
-		g("evictions", "memcached_items_evicted_total", "Total number of valid items removed from cache to free memory for new items.", counter),
-		g("reclaimed", "memcached_items_reclaimed_total", "Total number of times an entry was stored using memory from an expired entry.", counter),
-		g("store_too_large", "memcached_item_too_large_total", "The number of times an item exceeded the max-item-size when being stored.", counter),
-		g("store_no_memory", "memcached_item_no_memory_total", "The number of times an item could not be stored due to no more memory.", counter),
-		g("accepting_conns", "memcached_accepting_connections", "The Memcached server is currently accepting new connections.", gauge),
-		g("tandem_event_loops", "tandem_event_loops", "Event loops (-t).", gauge),
-		g("tandem_workers", "tandem_workers", "Worker pool size (--workers; 0 outside pool mode).", gauge),
-		g("tandem_pool_running", "tandem_pool_running", "Workers running a connection's batch right now.", gauge),
-		g("tandem_pool_parked", "tandem_pool_parked", "Connections with work waiting for a free worker.", gauge),
-		g("tandem_pool_overloads", "tandem_pool_overloads_total", "Submissions refused because every worker was busy (the connection was parked).", counter),
-		g("tandem_panics", "tandem_panics_total", "Requests whose execution panicked (their connection was closed).", counter),
+		g("memcached_uptime_seconds", "Number of seconds since the server started.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Uptime()) }),
+		g("memcached_time_seconds", "current UNIX time according to the server.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Now.Unix()) }),
+		g("memcached_process_user_cpu_seconds_total", "Accumulated user time for this process.", counter,
+			func(s *handler.Stats) float64 { return s.RusageUser.Seconds() }),
+		g("memcached_process_system_cpu_seconds_total", "Accumulated system time for this process.", counter,
+			func(s *handler.Stats) float64 { return s.RusageSystem.Seconds() }),
+		g("memcached_read_bytes_total", "Total number of bytes read by this server from network.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Counters[handler.BytesRead]) }),
+		g("memcached_written_bytes_total", "Total number of bytes sent by this server to network.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Counters[handler.BytesWritten]) }),
+		g("memcached_current_connections", "Current number of open connections.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Server.CurrConns) }),
+		g("memcached_max_connections", "Maximum number of clients allowed.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Server.MaxConns) }),
+		g("memcached_connections_total", "Total number of connections opened since the server started running.", counter,
+			srv(handler.TotalConns)),
+		g("memcached_connections_rejected_total", "Total number of connections rejected due to hitting the -c limit.", counter,
+			srv(handler.RejectedConns)),
+		g("memcached_connections_listener_disabled_total", "Number of times that memcached has hit its connections limit and disabled its listener.", counter,
+			srv(handler.ListenDisabled)),
+		g("memcached_connections_yielded_total", "Total number of connections yielded running due to hitting the memcached's -R limit.", counter,
+			srv(handler.ConnYields)),
+		g("memcached_current_bytes", "Current number of bytes used to store items.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Cache.Bytes) }),
+		g("memcached_limit_bytes", "Number of bytes this server is allowed to use for storage.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Cache.LimitMaxbytes) }),
+		g("memcached_current_items", "Current number of items stored by this instance.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Cache.CurrItems) }),
+		g("memcached_items_total", "Total number of items stored during the life of this instance.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Cache.TotalItems) }),
+		g("memcached_items_evicted_total", "Total number of valid items removed from cache to free memory for new items.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Cache.Evictions) }),
+		g("memcached_items_reclaimed_total", "Total number of times an entry was stored using memory from an expired entry.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Cache.Reclaimed) }),
+		g("memcached_item_too_large_total", "The number of times an item exceeded the max-item-size when being stored.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Cache.StoreTooLarge) }),
+		g("memcached_item_no_memory_total", "The number of times an item could not be stored due to no more memory.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Cache.StoreNoMemory) }),
+		g("memcached_accepting_connections", "The Memcached server is currently accepting new connections.", gauge,
+			func(s *handler.Stats) float64 { return b2f(!s.Server.NotAccepting) }),
+		g("memcached_malloc_failed_total", "Number of malloc fails.", counter,
+			func(*handler.Stats) float64 { return 0 }), // Go has no failing allocation to count
+		g("memcached_connections_reserved_fds", "Number of misc fds used internally.", gauge, // sic: the exporter's name
+			func(s *handler.Stats) float64 { return float64(s.Server.ReservedFDs) }),
+		g("tandem_event_loops", "Event loops (-t).", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Server.Threads) }),
+		g("tandem_workers", "Worker pool size (--workers; 0 outside pool mode).", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Server.Workers) }),
+		g("tandem_pool_running", "Workers running a connection's batch right now.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Server.PoolRunning) }),
+		g("tandem_pool_parked", "Connections with work waiting for a free worker.", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Server.PoolParked) }),
+		g("tandem_pool_overloads_total", "Submissions refused because every worker was busy (the connection was parked).", counter,
+			srv(handler.PoolOverloads)),
+		g("tandem_panics_total", "Requests whose execution panicked (their connection was closed).", counter,
+			srv(handler.Panics)),
 	}
 	sh := func(name, help string, vt prometheus.ValueType, v func(s *cache.ShardStats) uint64) shardMetric {
 		return shardMetric{desc: d(name, help, "slab"), vt: vt, value: v}
@@ -285,34 +320,16 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	list, ok := c.src.Handler.Stats()
-	if !ok {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		return
-	}
-	st := make(map[string]string, len(list))
-	for _, s := range list {
-		st[s.Name] = s.Value
-	}
-	num := func(name string) (float64, bool) {
-		v, err := strconv.ParseFloat(st[name], 64)
-		return v, err == nil
-	}
+	st := c.src.Handler.Stats()
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, st["version"])
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, st["tandem_version"], st["tandem_mode"])
+	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, handler.Version)
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, version, st.Server.Mode)
 	for _, m := range c.general {
-		if v, ok := num(m.stat); ok {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.vt, v)
-		}
+		ch <- prometheus.MustNewConstMetric(m.desc, m.vt, m.value(&st))
 	}
-	c.collectCommands(ch, num)
-
-	if c.src.Server != nil {
-		rs := c.src.Server()
-		ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(rs.ClosedOverflow), "overflow")
-		ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(rs.ClosedIdle), "idle")
-	}
+	c.collectCommands(ch, &st)
+	ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(st.Server.Counters[handler.ClosedOverflow]), "overflow")
+	ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(st.Server.Counters[handler.ClosedIdle]), "idle")
 	for _, s := range c.src.Cache.ShardStats(nil) {
 		if s.Items == 0 && s.Counters.CmdSet == 0 {
 			continue // like "stats items": only shards in use
@@ -330,25 +347,33 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectCommands emits memcached_commands_total as memcached_exporter
 // derives it from the stats fields.
-func (c *statsCollector) collectCommands(ch chan<- prometheus.Metric, num func(string) (float64, bool)) {
-	emit := func(stat, command, status string) {
-		if v, ok := num(stat); ok {
-			ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, v, command, status)
-		}
+func (c *statsCollector) collectCommands(ch chan<- prometheus.Metric, st *handler.Stats) {
+	cs := &st.Cache
+	emit := func(v uint64, command, status string) {
+		ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, float64(v), command, status)
 	}
-	for _, op := range []string{"get", "delete", "incr", "decr", "cas", "touch"} {
-		emit(op+"_hits", op, "hit")
-		emit(op+"_misses", op, "miss")
-	}
-	emit("cas_badval", "cas", "badval")
-	emit("cmd_flush", "flush", "hit")
+	emit(cs.GetHits, "get", "hit")
+	emit(cs.GetMisses, "get", "miss")
+	emit(cs.DeleteHits, "delete", "hit")
+	emit(cs.DeleteMisses, "delete", "miss")
+	emit(cs.IncrHits, "incr", "hit")
+	emit(cs.IncrMisses, "incr", "miss")
+	emit(cs.DecrHits, "decr", "hit")
+	emit(cs.DecrMisses, "decr", "miss")
+	emit(cs.CasHits, "cas", "hit")
+	emit(cs.CasMisses, "cas", "miss")
+	emit(cs.TouchHits, "touch", "hit")
+	emit(cs.TouchMisses, "touch", "miss")
+	emit(cs.CasBadval, "cas", "badval")
+	emit(cs.CmdFlush, "flush", "hit")
 	// cmd_set counts cas commands too; the exporter subtracts them.
-	set, ok1 := num("cmd_set")
-	casMisses, ok2 := num("cas_misses")
-	casHits, ok3 := num("cas_hits")
-	casBadval, ok4 := num("cas_badval")
-	if ok1 && ok2 && ok3 && ok4 {
-		ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue,
-			max(set-casMisses-casHits-casBadval, 0), "set", "hit")
+	emit(cs.CmdSet-min(cs.CmdSet, cs.CasMisses+cs.CasHits+cs.CasBadval), "set", "hit")
+}
+
+// b2f is 1 for true, 0 for false.
+func b2f(v bool) float64 {
+	if v {
+		return 1
 	}
+	return 0
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -26,14 +28,38 @@ const protocolVersion = handler.Version
 // shutdownTimeout bounds the graceful shutdown.
 const shutdownTimeout = 10 * time.Second
 
-// serve wires everything and runs until a signal or a fatal error.
+// serve wires everything and runs until a signal or a fatal error. It
+// returns the exit status.
 func serve(cfg *Config) int {
-	base := newLogger(cfg)
+	base, sink, err := newLogger(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tandem: %v\n", err)
+		return exitFailure
+	}
+	defer sink.close()
+	daemon := isDaemonChild()
+	if daemon && sink.file != nil {
+		// Until it is ready, the daemon also logs to the waiting command.
+		sink.set(io.MultiWriter(sink.file, os.Stderr))
+	}
 	log := base.With().Str("component", "main").Logger()
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	if cfg.CoreDumps {
+		if err := enableCoreDumps(); err != nil {
+			log.Error().Err(err).Msg("cannot enable core dumps")
+			return exitFailure
+		}
+	}
 	raiseFileLimit(log, cfg.MaxConns)
+	if cfg.LockMemory {
+		lockMemory(log)
+	}
+	if err := switchUser(cfg.User); err != nil {
+		log.Error().Err(err).Msg("cannot switch user")
+		return exitFailure
+	}
 	setMemoryLimit(log, cfg.MemoryMB)
 	spareProcessor(log, cfg.Mode, cfg.Threads)
 
@@ -49,7 +75,7 @@ func serve(cfg *Config) int {
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the cache")
-		return 2
+		return exitFailure
 	}
 	clock.Start()
 	defer clock.Stop()
@@ -60,7 +86,7 @@ func serve(cfg *Config) int {
 		pool, err = workerpool.New(workerpool.Config{Workers: cfg.Workers, Logger: base})
 		if err != nil {
 			log.Error().Err(err).Msg("cannot create the worker pool")
-			return 2
+			return exitFailure
 		}
 		exec = poolExecutor{pool}
 	}
@@ -69,7 +95,7 @@ func serve(cfg *Config) int {
 	if cfg.AuthFile != "" {
 		if creds, err = handler.LoadCredentials(cfg.AuthFile); err != nil {
 			log.Error().Err(err).Str("auth_file", cfg.AuthFile).Msg("cannot read the auth file")
-			return 2
+			return exitFailure
 		}
 	}
 
@@ -81,38 +107,50 @@ func serve(cfg *Config) int {
 		EnableShutdown:  cfg.EnableShutdown,
 		DisableFlushAll: cfg.DisableFlushAll,
 		DisableCAS:      cfg.DisableCAS,
+		DisableDumps:    cfg.DisableDumps,
+		PrefixDelimiter: cfg.PrefixDelimiter,
+		DetailEnabled:   cfg.DetailEnabled,
+		Verbosity:       cfg.Verbose,
+		Logger:          base.With().Str("component", "handler").Logger(),
 		Auth:            creds,
 		Dialect:         protocolDialect(cfg.Protocol),
 		TandemVersion:   version,
-		Server: func() handler.ServerInfo {
-			st := srv.Stats()
-			si := handler.ServerInfo{
-				Mode: string(cfg.Mode), Threads: cfg.Threads, MaxConns: cfg.MaxConns,
-				CurrConns: st.CurrConns, TotalConns: st.TotalConns, RejectedConns: st.RejectedConns,
-				PoolParked: st.Parked, Panics: st.Panics,
+		EventLibrary:    eventLibrary(cfg.Mode),
+		Server:          func() handler.ServerInfo { return serverInfo(cfg, srv, pool) },
+		Settings:        func(live handler.Live) []handler.Setting { return settings(cfg, live) },
+		Conns: func() []protocol.ConnInfo {
+			if srv == nil {
+				return nil
 			}
-			if pool != nil {
-				si.Workers, si.PoolRunning, si.PoolOverloads = cfg.Workers, st.Running, pool.Overloads()
-			}
-			return si
+			return reactor.Conns(srv)
 		},
-		Settings:    func() []handler.Setting { return settings(cfg) },
-		Conns:       func() []handler.ConnInfo { return connInfos(srv) },
 		OnShutdown:  func() { stop <- struct{}{} },
-		OnVerbosity: func(level int) { setVerbosity(level) },
+		OnVerbosity: func(level int) { setVerbosity(cfg, level) },
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the handler")
-		return 2
+		return exitFailure
 	}
 
+	addrs, err := cfg.ListenAddrs()
+	if err != nil { // Validate has checked them
+		log.Error().Err(err).Msg("bad listen address")
+		return exitUsage
+	}
+	if cfg.UnixSocket != "" {
+		addrs = nil // as in memcached, -s disables TCP
+	}
 	met := newMetrics(cfg) // nil unless --metrics-listen
 	srv, err = reactor.New(reactor.Config{
-		Mode:         cfg.Mode,
-		Addrs:        []string{net.JoinHostPort(cfg.Listen, strconv.Itoa(cfg.Port))},
-		Loops:        cfg.Threads,
-		MaxConns:     cfg.MaxConns,
-		NewSession:   func() reactor.Session { return h.NewSession() },
+		Mode:       cfg.Mode,
+		Addrs:      addrs,
+		UnixSocket: cfg.UnixSocket,
+		UnixMask:   os.FileMode(cfg.UnixMask),
+		Backlog:    cfg.Backlog,
+		Loops:      cfg.Threads,
+		MaxConns:   cfg.MaxConns,
+		// The peer names the connection in the command log (-vv).
+		NewSession:   func(peer net.Addr) reactor.Session { return h.NewSession(addrString(peer)) },
 		Executor:     exec,
 		Workers:      cfg.Workers,
 		ReqsPerEvent: cfg.ReqsPerEvent,
@@ -128,13 +166,20 @@ func serve(cfg *Config) int {
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the server")
-		return 2
+		return exitFailure
 	}
-	if err := met.start(log, metricsSources{Handler: h, Cache: c, Server: srv.Stats}); err != nil {
+	if err := met.start(log, metricsSources{Handler: h, Cache: c}); err != nil {
 		log.Error().Err(err).Str("addr", cfg.MetricsListen).Msg("cannot start the metrics endpoint")
-		return 2
+		return exitFailure
 	}
 	defer met.stop()
+
+	// Signals are caught before the server listens, so that none sent once
+	// it is reachable can kill it. SIGHUP does not stop tandem (it has no
+	// configuration to reload); SIGUSR1 is memcached 1.6's graceful stop.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
@@ -142,15 +187,17 @@ func serve(cfg *Config) int {
 	case <-srv.Ready():
 	case err := <-serveErr:
 		log.Error().Err(err).Msg("cannot start serving")
-		return 1
+		return exitFailure
 	}
 	if cfg.PidFile != "" {
 		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			log.Warn().Err(err).Str("pidfile", cfg.PidFile).Msg("cannot write the pid file")
 		}
+		defer os.Remove(cfg.PidFile)
 	}
 	log.Info().
 		Str("addr", srv.Addr().String()).
+		Stringers("addrs", addrStringers(srv.Addrs())).
 		Str("mode", string(cfg.Mode)).
 		Int("event_loops", cfg.Threads).
 		Int("workers", workersOf(cfg)).
@@ -158,78 +205,121 @@ func serve(cfg *Config) int {
 		Int("max_item_size", cfg.MaxItemSize).
 		Int("conn_limit", cfg.MaxConns).
 		Bool("evictions", !cfg.DisableEvictions).
+		Int("pid", os.Getpid()).
 		Str("version", version).
 		Msg("tandem listening")
+	if daemon {
+		if err := detachDaemon(sink); err != nil {
+			log.Error().Err(err).Msg("cannot detach the daemon")
+		}
+	}
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-
-	status := 0
-	select {
-	case sig := <-sigs:
-		log.Info().Str("signal", sig.String()).Msg("shutting down")
-	case <-stop:
-		log.Info().Msg("shutdown command received; shutting down")
-	case err := <-serveErr:
-		// The engine stopped by itself: fatal.
-		log.Error().Err(err).Msg("server stopped unexpectedly")
-		return 1
+	status := exitOK
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				log.Info().Str("signal", sig.String()).Msg("signal ignored: tandem has no configuration to reload")
+				continue
+			}
+			log.Info().Str("signal", sig.String()).Msg("shutting down")
+			break wait
+		case <-stop:
+			log.Info().Msg("shutdown command received; shutting down")
+			break wait
+		case err := <-serveErr:
+			// The engine stopped by itself: fatal.
+			log.Error().Err(err).Msg("server stopped unexpectedly")
+			return exitFailure
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Error().Err(err).Msg("graceful shutdown incomplete")
-		status = 1
+		status = exitFailure
 	}
 	if err := <-serveErr; err != nil && !errors.Is(err, reactor.ErrServerClosed) {
 		log.Error().Err(err).Msg("server stopped with an error")
-		status = 1
+		status = exitFailure
 	}
 	if pool != nil {
 		if err := pool.Release(time.Second); err != nil {
 			log.Warn().Err(err).Msg("worker pool did not stop in time")
 		}
 	}
-	if cfg.PidFile != "" {
-		_ = os.Remove(cfg.PidFile)
-	}
 	log.Info().Int("status", status).Msg("stopped")
 	return status
+}
+
+// serverInfo is the network side's part of "stats". The fields the reactor
+// does not count yet are 0.
+func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.ServerInfo {
+	si := handler.ServerInfo{Mode: string(cfg.Mode), Threads: cfg.Threads, MaxConns: cfg.MaxConns}
+	if srv == nil {
+		return si
+	}
+	st := srv.Stats()
+	si.CurrConns = st.CurrConns
+	// One connection state per open connection, plus the listener's.
+	si.ConnStructures = st.CurrConns + 1
+	si.PoolParked = st.Parked
+	si.Counters[handler.TotalConns] = st.TotalConns
+	si.Counters[handler.RejectedConns] = st.RejectedConns
+	si.Counters[handler.Panics] = st.Panics
+	si.Counters[handler.ClosedOverflow] = st.ClosedOverflow
+	si.Counters[handler.ClosedIdle] = st.ClosedIdle
+	si.Counters[handler.ConnYields] = st.Yields
+	si.Counters[handler.ReadBufOOM] = st.ReadBufOOM
+	// The bytes of connection buffers (queued replies, framed and unparsed
+	// input) are what memcached reports as read buffer bytes in use.
+	si.ReadBufBytes = st.BufferBytes
+	if pool != nil {
+		si.Workers, si.PoolRunning = cfg.Workers, st.Running
+		si.Counters[handler.PoolOverloads] = pool.Overloads()
+	}
+	return si
+}
+
+// eventLibrary names the event library of mode for the libevent stats
+// field: gnet's module version in the modes built on it, Go's netpoller in
+// goroutine mode.
+func eventLibrary(mode reactor.Mode) string {
+	if mode == reactor.ModeGoroutine {
+		return runtime.Version() + "-netpoll"
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/panjf2000/gnet/v2" {
+				return "gnet-" + d.Version
+			}
+		}
+	}
+	return "gnet"
+}
+
+// addrStringers is addrs as fmt.Stringers, for the log.
+func addrStringers(addrs []net.Addr) []fmt.Stringer {
+	out := make([]fmt.Stringer, len(addrs))
+	for i, a := range addrs {
+		out[i] = a
+	}
+	return out
+}
+
+// addrString is a peer's address as text; "" when unknown.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
 }
 
 // poolExecutor adapts the worker pool to the reactor's Executor.
 type poolExecutor struct{ p *workerpool.Pool }
 
 func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
-
-func workersOf(cfg *Config) int {
-	if cfg.Mode == reactor.ModePool {
-		return cfg.Workers
-	}
-	return 0
-}
-
-// raiseFileLimit lifts the soft RLIMIT_NOFILE towards the hard limit so the
-// connection limit is reachable (gnet stops the whole engine on EMFILE).
-func raiseFileLimit(log zerolog.Logger, conns int) {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return
-	}
-	// The gnet modes hold two descriptors per connection (gnet's, and the
-	// reply writer's duplicate that outlives gnet's close).
-	want := 2*uint64(conns) + 64
-	if rl.Cur < want && rl.Cur < rl.Max {
-		rl.Cur = min(max(want, rl.Cur), rl.Max)
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
-		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
-	}
-	if rl.Cur < want {
-		log.Warn().Uint64("nofile", rl.Cur).Int("conn_limit", conns).
-			Msg("open file limit is below the connection limit; raise ulimit -n")
-	}
-}
 
 // setMemoryLimit gives the Go runtime a soft memory limit derived from -m,
 // unless GOMEMLIMIT is set. -m counts key + value + 48 bytes per item; the
@@ -265,43 +355,6 @@ func spareProcessor(log zerolog.Logger, mode reactor.Mode, loops int) {
 	if n := runtime.GOMAXPROCS(0); n > 1 && n <= loops {
 		runtime.GOMAXPROCS(loops + 1)
 		log.Debug().Int("gomaxprocs", loops+1).Int("was", n).Msg("GOMAXPROCS raised to event loops + 1")
-	}
-}
-
-// settings lists "stats settings" with memcached's names.
-func settings(cfg *Config) []handler.Setting {
-	b := func(v bool) string {
-		if v {
-			return "yes"
-		}
-		return "no"
-	}
-	onOff := "on"
-	if cfg.DisableEvictions {
-		onOff = "off"
-	}
-	proto := map[string]string{"auto": "auto-negotiate", "ascii": "ascii", "binary": "binary"}[cfg.Protocol]
-	return []handler.Setting{
-		{Name: "maxbytes", Value: strconv.FormatInt(cfg.MemoryMB<<20, 10)},
-		{Name: "maxconns", Value: strconv.Itoa(cfg.MaxConns)},
-		{Name: "tcpport", Value: strconv.Itoa(cfg.Port)},
-		{Name: "udpport", Value: "0"},
-		{Name: "inter", Value: cfg.Listen},
-		{Name: "verbosity", Value: strconv.Itoa(cfg.Verbose)},
-		{Name: "evictions", Value: onOff},
-		{Name: "shutdown_command", Value: b(cfg.EnableShutdown)},
-		{Name: "num_threads", Value: strconv.Itoa(cfg.Threads)},
-		{Name: "reqs_per_event", Value: strconv.Itoa(cfg.ReqsPerEvent)},
-		{Name: "cas_enabled", Value: b(!cfg.DisableCAS)},
-		{Name: "binding_protocol", Value: proto},
-		{Name: "auth_enabled_sasl", Value: b(cfg.AuthFile != "")},
-		{Name: "auth_enabled_ascii", Value: b(cfg.AuthFile != "")},
-		{Name: "item_size_max", Value: strconv.Itoa(cfg.MaxItemSize)},
-		{Name: "flush_enabled", Value: b(!cfg.DisableFlushAll)},
-		{Name: "idle_timeout", Value: strconv.Itoa(int(cfg.IdleTimeout / time.Second))},
-		{Name: "tandem_mode", Value: string(cfg.Mode)},
-		{Name: "tandem_workers", Value: strconv.Itoa(workersOf(cfg))},
-		{Name: "tandem_reuseport", Value: b(cfg.ReusePort)},
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/tandemcache/tandem/protocol"
 )
 
 // Credentials are the users allowed to authenticate (--auth-file): binary
@@ -67,4 +69,29 @@ func (c *Credentials) Check(user, password []byte) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(want), password) == 1
+}
+
+// countAuth counts an authentication attempt (auth_cmds, auth_errors).
+func (h *Handler) countAuth(ok bool) {
+	h.count(AuthCmds, 1)
+	if !ok {
+		h.count(AuthErrors, 1)
+	}
+}
+
+// textAuth answers an authentication attempt of a text connection.
+func (h *Handler) textAuth(r *protocol.Request, out []byte) []byte {
+	switch r.Auth {
+	case protocol.AuthOK:
+		h.countAuth(true)
+		return append(out, protocol.RespStored...)
+	case protocol.AuthFailed:
+		h.countAuth(false)
+		return appendLine(out, protocol.ReplyAuthFailed)
+	case protocol.AuthBadFormat:
+		return appendLine(out, protocol.ReplyAuthBadFormat)
+	case protocol.AuthBadTermination:
+		return appendLine(out, protocol.ReplyAuthBadTermination)
+	}
+	return appendLine(out, protocol.ReplyAuthRequired)
 }

@@ -10,7 +10,7 @@ import (
 // event loop does for a read of pipelined requests.
 func benchExec(b *testing.B, setup, input string) {
 	h, _ := newTestHandler(&testing.T{}, nil)
-	s := h.NewSession()
+	s := h.NewSession("")
 	run(s, setup)
 	buf := []byte(input)
 	var r protocol.Request

@@ -38,6 +38,9 @@ func (h *Handler) binary(r *protocol.Request, out []byte) ([]byte, bool) {
 	case protocol.OpSet, protocol.OpAdd, protocol.OpReplace, protocol.OpAppend, protocol.OpPrepend:
 		return h.binStore(r, out), false
 	case protocol.OpDelete:
+		if h.prefixes.on() {
+			h.prefixes.recordDelete(r.Key)
+		}
 		switch c.MetaDelete(r.Key, cache.MetaDeleteOptions{CompareCAS: r.CAS != 0, CAS: r.CAS}) {
 		case cache.Deleted:
 			return binOK(out, r, 0), false
@@ -74,10 +77,18 @@ func (h *Handler) binary(r *protocol.Request, out []byte) ([]byte, bool) {
 }
 
 // binRejected answers a request framing refused, with the side effects
-// memcached has: a set too large unlinks the key.
+// memcached has: a set too large unlinks the key, and a storage command too
+// large counts in the per-prefix stats.
 func (h *Handler) binRejected(r *protocol.Request, out []byte) []byte {
 	if r.Bin.Status == protocol.StatusTooLarge && r.Bin.Cmd == protocol.OpSet {
 		h.cfg.Cache.RejectTooLarge(cache.Set, r.Key)
+	}
+	if r.Bin.Status == protocol.StatusTooLarge && h.prefixes.on() {
+		switch r.Bin.Cmd {
+		case protocol.OpSet, protocol.OpAdd, protocol.OpReplace, protocol.OpAppend, protocol.OpPrepend:
+			// memcached counts the set before it allocates the item.
+			h.prefixes.recordSet(r.Key)
+		}
 	}
 	return binErr(out, r, r.Bin.Status)
 }
@@ -90,6 +101,9 @@ func (h *Handler) binGet(r *protocol.Request, out []byte) []byte {
 		opt.Touch, opt.Exptime = true, r.Exptime
 	}
 	out, hit := h.cfg.Cache.Get(out, r.Key, opt, binGetAppender{r})
+	if h.prefixes.on() {
+		h.prefixes.recordGet(r.Key, hit)
+	}
 	switch {
 	case hit || r.Noreply:
 		return out
@@ -131,6 +145,9 @@ var binStoreModes = [...]cache.StoreMode{
 // variants. A CAS in the header turns set, add and replace into a CAS
 // store and makes append and prepend check it, as in memcached.
 func (h *Handler) binStore(r *protocol.Request, out []byte) []byte {
+	if h.prefixes.on() {
+		h.prefixes.recordSet(r.Key)
+	}
 	cmd := r.Bin.Cmd
 	mode := binStoreModes[cmd]
 	if r.CAS != 0 && (mode == cache.Set || mode == cache.Add || mode == cache.Replace) {

@@ -84,7 +84,7 @@ func TestBinaryExecute(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h, _ := newTestHandler(t, nil)
-			out, closed := run(h.NewSession(), tc.in)
+			out, closed := run(h.NewSession(""), tc.in)
 			if got := binReplies(t, out); got != tc.want || closed != tc.closed {
 				t.Fatalf("got (closed=%v)\n%s\nwant (closed=%v)\n%s", closed, got, tc.closed, tc.want)
 			}
@@ -94,9 +94,9 @@ func TestBinaryExecute(t *testing.T) {
 
 func TestBinaryStats(t *testing.T) {
 	h, _ := newTestHandler(t, func(c *Config) {
-		c.Settings = func() []Setting { return []Setting{{Name: "maxconns", Value: "10"}} }
+		c.Settings = func(Live) []Setting { return []Setting{{Name: "maxconns", Value: "10"}} }
 	})
-	out, _ := run(h.NewSession(), bin(protocol.OpStat, "settings", "", "", 4, 0)+bin(protocol.OpStat, "", "", "", 5, 0))
+	out, _ := run(h.NewSession(""), bin(protocol.OpStat, "settings", "", "", 4, 0)+bin(protocol.OpStat, "", "", "", 5, 0))
 	got := binReplies(t, out)
 	if !strings.HasPrefix(got, "0x10/0x0/4 \"\" \"maxconns\" \"10\"\n0x10/0x0/4 \"\" \"\" \"\"\n") ||
 		!strings.Contains(got, "0x10/0x0/5 \"\" \"version\" \""+Version+"\"\n") || !strings.HasSuffix(got, "0x10/0x0/5 \"\" \"\" \"\"\n") {
@@ -108,18 +108,19 @@ func TestBinarySASL(t *testing.T) {
 	creds, _ := ParseCredentials(strings.NewReader("user:pass\n"))
 	h, _ := newTestHandler(t, func(c *Config) { c.Auth = creds })
 	get := bin(protocol.OpGet, "k", "", "", 3, 0)
-	out, closed := run(h.NewSession(), bin(protocol.OpSASLList, "", "", "", 1, 0)+
+	out, closed := run(h.NewSession(""), bin(protocol.OpSASLList, "", "", "", 1, 0)+
 		bin(protocol.OpSASLAuth, "PLAIN", "", "\x00user\x00pass", 2, 0)+get)
 	want := "0x20/0x0/1 \"\" \"\" \"PLAIN\"\n0x21/0x0/2 \"\" \"\" \"Authenticated\"\n0x0/0x1/3 \"\" \"\" \"Not found\"\n"
 	if got := binReplies(t, out); got != want || closed {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	out, closed = run(h.NewSession(), bin(protocol.OpSASLAuth, "PLAIN", "", "\x00user\x00bad", 2, 0)+get)
+	out, closed = run(h.NewSession(""), bin(protocol.OpSASLAuth, "PLAIN", "", "\x00user\x00bad", 2, 0)+get)
 	want = "0x21/0x20/2 \"\" \"\" \"Auth failure.\"\n0x0/0x20/3 \"\" \"\" \"Auth failure.\"\n"
 	if got := binReplies(t, out); got != want || !closed {
 		t.Fatalf("got (closed=%v)\n%s\nwant\n%s", closed, got, want)
 	}
-	if cmds, errs := h.AuthStats(); cmds != 2 || errs != 1 {
+	if st := h.Stats(); st.Counters[AuthCmds] != 2 || st.Counters[AuthErrors] != 1 {
+		cmds, errs := st.Counters[AuthCmds], st.Counters[AuthErrors]
 		t.Fatalf("auth stats %d/%d", cmds, errs)
 	}
 }
@@ -131,7 +132,7 @@ func BenchmarkBinaryGetHit(b *testing.B) {
 
 func TestBinaryNoAllocs(t *testing.T) {
 	h, _ := newTestHandler(t, nil)
-	s := h.NewSession()
+	s := h.NewSession("")
 	run(s, bin(protocol.OpSetQ, "key:0001", u32(0)+u32(0), "0123456789", 0, 0))
 	in := []byte(bin(protocol.OpGet, "key:0001", "", "", 1, 0) + bin(protocol.OpSet, "key:0001", u32(0)+u32(0), "abcdefghij", 2, 0))
 	r := new(struct{ r protocol.Request })

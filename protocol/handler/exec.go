@@ -14,16 +14,22 @@ var storeModes = [...]cache.StoreMode{
 	protocol.CmdCas:     cache.CAS,
 }
 
-// execute runs one request of the classic text protocol.
+// execute runs one request.
 func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	c := h.cfg.Cache
 	switch r.Cmd {
 	case protocol.CmdGet, protocol.CmdGets, protocol.CmdGat, protocol.CmdGats:
 		return h.retrieve(r, out), false
 	case protocol.CmdSet, protocol.CmdAdd, protocol.CmdReplace, protocol.CmdAppend, protocol.CmdPrepend, protocol.CmdCas:
+		if h.prefixes.on() {
+			h.prefixes.recordSet(r.Key)
+		}
 		outcome, _ := c.Store(storeModes[r.Cmd], r.Key, r.Data, r.Flags, r.Exptime, r.CAS)
 		return reply(out, r.Noreply, storeReply(outcome)), false
 	case protocol.CmdDelete:
+		if h.prefixes.on() {
+			h.prefixes.recordDelete(r.Key)
+		}
 		return reply(out, r.Noreply, storeReply(c.Delete(r.Key))), false
 	case protocol.CmdTouch:
 		return reply(out, r.Noreply, storeReply(c.Touch(r.Key, r.Exptime))), false
@@ -39,14 +45,14 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	case protocol.CmdFlushAll:
 		return h.flushAll(r, out), false
 	case protocol.CmdVersion:
-		return append(append(out, "VERSION "...), Version+"\r\n"...), false
+		return protocol.AppendVersion(out, Version), false
 	case protocol.CmdVerbosity:
-		if h.cfg.OnVerbosity != nil {
-			h.cfg.OnVerbosity(int(min(r.Delta, 1<<20)))
-		}
+		h.setVerbosity(int(min(r.Delta, 1<<20)))
 		return reply(out, r.Noreply, protocol.RespOK), false
 	case protocol.CmdStats:
 		return h.stats(r, out), false
+	case protocol.CmdLruCrawler:
+		return h.lruCrawler(r, out), false
 	case protocol.CmdQuit:
 		return out, true
 	case protocol.CmdShutdown:
@@ -57,10 +63,18 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 			go h.cfg.OnShutdown()
 		}
 		return out, true
+	case protocol.CmdMetaGet, protocol.CmdMetaSet, protocol.CmdMetaDelete, protocol.CmdMetaArithmetic, protocol.CmdMetaDebug:
+		return h.metaExec(r, out), false
+	case protocol.CmdMetaNoop:
+		return append(out, "MN\r\n"...), false
+	case protocol.CmdBinary:
+		return h.binary(r, out)
+	case protocol.CmdTextAuth:
+		return h.textAuth(r, out), false
 	case protocol.CmdError:
 		return h.protocolError(r, out)
 	}
-	return h.executeExt(r, out)
+	return append(out, protocol.RespError...), false
 }
 
 // retrieve answers get, gets, gat and gats.
@@ -73,20 +87,38 @@ func (h *Handler) retrieve(r *protocol.Request, out []byte) []byte {
 	if r.Cmd == protocol.CmdGets || r.Cmd == protocol.CmdGats {
 		a = casAppender{}
 	}
+	detail := h.prefixes.on()
 	for _, k := range r.Keys {
-		out, _ = h.cfg.Cache.Get(out, k, opt, a)
+		var hit bool
+		out, hit = h.cfg.Cache.Get(out, k, opt, a)
+		if detail {
+			h.prefixes.recordGet(k, hit)
+		}
 	}
 	return append(out, protocol.RespEnd...)
 }
 
 // flushAll answers flush_all [delay] [noreply]; the parser has already
-// read the delay with memcached's number rules into r.Exptime.
+// read the delay with memcached's number rules into r.Exptime. A flush_all
+// refused by -F still counts in cmd_flush, as in memcached.
 func (h *Handler) flushAll(r *protocol.Request, out []byte) []byte {
 	if h.cfg.DisableFlushAll {
+		h.cfg.Cache.RecordFlushCmd()
 		return reply(out, r.Noreply, protocol.ReplyFlushDisabled+"\r\n")
 	}
 	h.cfg.Cache.FlushAll(r.Exptime)
 	return reply(out, r.Noreply, protocol.RespOK)
+}
+
+// lruCrawler answers lru_crawler. tandem has no LRU crawler; with dumps
+// disabled (-X) "lru_crawler metadump <classes>" is refused with
+// memcached's reply, and everything else is an ERROR, as the commands of a
+// memcached without the crawler.
+func (h *Handler) lruCrawler(r *protocol.Request, out []byte) []byte {
+	if h.cfg.DisableDumps && len(r.Args) == 2 && string(r.Args[0]) == "metadump" {
+		return appendLine(out, protocol.ReplyMetadumpDenied)
+	}
+	return append(out, protocol.RespError...)
 }
 
 // protocolError writes the reply of a request that failed to parse.
@@ -98,14 +130,28 @@ func (h *Handler) protocolError(r *protocol.Request, out []byte) ([]byte, bool) 
 	if e.Kind == protocol.ErrTooLarge && isStorage(r.FailedCmd) && len(r.Key) > 0 {
 		h.cfg.Cache.RejectTooLarge(storeModes[r.FailedCmd], r.Key)
 	}
+	if e.Kind == protocol.ErrBadChunk && (isStorage(r.FailedCmd) || r.FailedCmd == protocol.CmdMetaSet) {
+		// memcached counts cmd_set once it has read the data, before it
+		// checks how the data ends.
+		h.badChunkSets.Add(1)
+	}
+	if isStorage(r.FailedCmd) && (e.Kind == protocol.ErrTooLarge || e.Kind == protocol.ErrBadChunk) && h.prefixes.on() {
+		// memcached counts the set once the line is valid, before it
+		// allocates the item or reads the data.
+		h.prefixes.recordSet(r.Key)
+	}
 	if isRetrieval(r.FailedCmd) && len(r.Keys) > 0 {
 		// memcached looked up (and for gat touched) the keys before the bad
 		// one; their values are dropped from the reply.
 		h.discardLookups(r)
 	}
-	if r.FailedCmd == protocol.CmdFlushAll && h.cfg.DisableFlushAll {
-		// memcached checks -F before it parses the delay.
-		return reply(out, r.Noreply, protocol.ReplyFlushDisabled+"\r\n"), false
+	if r.FailedCmd == protocol.CmdFlushAll {
+		// memcached counts every flush_all it recognises, and checks -F
+		// before it parses the delay.
+		h.cfg.Cache.RecordFlushCmd()
+		if h.cfg.DisableFlushAll {
+			return reply(out, r.Noreply, protocol.ReplyFlushDisabled+"\r\n"), false
+		}
 	}
 	if e.Silent && r.Noreply {
 		return out, e.Close
@@ -125,8 +171,12 @@ func (h *Handler) discardLookups(r *protocol.Request) {
 		opt.Touch, opt.Exptime = true, r.Exptime
 	}
 	var scratch [0]byte
+	detail := h.prefixes.on()
 	for _, k := range r.Keys {
-		h.cfg.Cache.Get(scratch[:0:0], k, opt, discardAppender{})
+		_, hit := h.cfg.Cache.Get(scratch[:0:0], k, opt, discardAppender{})
+		if detail {
+			h.prefixes.recordGet(k, hit)
+		}
 	}
 }
 

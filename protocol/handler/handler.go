@@ -3,8 +3,11 @@ package handler
 import (
 	"errors"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/tandemcache/tandem/cache"
 	"github.com/tandemcache/tandem/protocol"
@@ -14,21 +17,6 @@ import (
 // stats: clients parse it as a number and gate features on it, so it names
 // the memcached release whose behaviour tandem matches.
 const Version = "1.6.18"
-
-// ServerInfo is the network side's view for "stats".
-type ServerInfo struct {
-	Mode          string
-	Threads       int
-	Workers       int
-	MaxConns      int
-	CurrConns     int64
-	TotalConns    uint64
-	RejectedConns uint64
-	PoolRunning   int
-	PoolParked    int64
-	PoolOverloads uint64
-	Panics        uint64
-}
 
 // Setting is one line of "stats settings".
 type Setting struct {
@@ -47,15 +35,36 @@ type Config struct {
 	DisableFlushAll bool
 	// DisableCAS reports CAS uniques as 0 (memcached -C).
 	DisableCAS bool
+	// DisableDumps refuses "stats cachedump" and "lru_crawler metadump"
+	// (memcached -X).
+	DisableDumps bool
+	// PrefixDelimiter is the byte that ends a key's prefix in per-prefix
+	// stats ("stats detail"; memcached -D, ':' by default). Setting it with
+	// -D also turns the per-prefix stats on from the start, as in memcached:
+	// see DetailEnabled.
+	PrefixDelimiter byte
+	// DetailEnabled starts with per-prefix stats on ("stats detail on").
+	DetailEnabled bool
+	// Verbosity is the starting verbosity (memcached -v: 1, -vv: 2, -vvv: 3);
+	// the verbosity command changes it. From 2 on, every command line and
+	// reply line is logged at debug level, as memcached -vv prints them.
+	Verbosity int
+	// Logger receives the command log of verbosity 2 and above.
+	Logger zerolog.Logger
 	// TandemVersion is tandem's own release, reported as a stats field.
 	TandemVersion string
+	// EventLibrary names the event library for the libevent stats field
+	// ("NULL" when empty).
+	EventLibrary string
 	// Server reports connection and scheduling counters; may be nil.
 	Server func() ServerInfo
-	// Settings lists "stats settings"; may be nil.
-	Settings func() []Setting
+	// Settings lists "stats settings"; may be nil. It is called with the
+	// settings the handler owns (verbosity, per-prefix stats), which can
+	// change at run time.
+	Settings func(Live) []Setting
 	// Conns lists open connections and listeners for "stats conns"; may be
 	// nil (then "stats conns" lists nothing).
-	Conns func() []ConnInfo
+	Conns func() []protocol.ConnInfo
 	// Auth, when set, makes every connection authenticate first: binary
 	// ones with SASL PLAIN, text ones as memcached's -Y does (see auth.go).
 	Auth *Credentials
@@ -70,6 +79,14 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Live are the settings the handler owns and commands change at run time,
+// for "stats settings".
+type Live struct {
+	Verbosity       int
+	DetailEnabled   bool
+	PrefixDelimiter byte
+}
+
 // Handler executes requests. It is safe for concurrent use; per-connection
 // state lives in Sessions.
 type Handler struct {
@@ -77,11 +94,20 @@ type Handler struct {
 	started time.Time
 	pid     int
 
-	bytesRead    atomic.Uint64
-	bytesWritten atomic.Uint64
+	counters [NumCounters]atomic.Uint64
+	// badChunkSets counts storage commands refused for a bad data chunk,
+	// which memcached counts in cmd_set. The cache has no call to count
+	// them yet, so the handler does and Stats adds them to Cache.CmdSet.
+	badChunkSets atomic.Uint64
+	verbosity    atomic.Int64
 	shutdownOnce atomic.Bool
+	prefixes     prefixStats
 
-	ext extCounters // meta and authentication counters (see ext.go)
+	resetMu sync.Mutex
+	// serverBase holds the server counters at the last "stats reset", which
+	// the snapshot subtracts (the network side's counters are not reset
+	// themselves). Guarded by resetMu.
+	serverBase [NumServerCounters]uint64
 }
 
 // New creates a Handler.
@@ -95,5 +121,20 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Handler{cfg: cfg, started: cfg.Now(), pid: os.Getpid()}, nil
+	if cfg.PrefixDelimiter == 0 {
+		cfg.PrefixDelimiter = ':'
+	}
+	h := &Handler{cfg: cfg, started: cfg.Now(), pid: os.Getpid()}
+	h.verbosity.Store(int64(cfg.Verbosity))
+	h.prefixes.init(cfg.PrefixDelimiter, cfg.DetailEnabled)
+	return h, nil
+}
+
+// live returns the run-time settings.
+func (h *Handler) live() Live {
+	return Live{
+		Verbosity:       int(h.verbosity.Load()),
+		DetailEnabled:   h.prefixes.enabled.Load(),
+		PrefixDelimiter: h.cfg.PrefixDelimiter,
+	}
 }

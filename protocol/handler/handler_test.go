@@ -94,7 +94,7 @@ func TestExecute(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h, _ := newTestHandler(t, nil)
-			got, _ := run(h.NewSession(), tc.input)
+			got, _ := run(h.NewSession(""), tc.input)
 			if got != tc.want {
 				t.Fatalf("input %q\n got %q\nwant %q", tc.input, got, tc.want)
 			}
@@ -104,7 +104,7 @@ func TestExecute(t *testing.T) {
 
 func TestQuitCloses(t *testing.T) {
 	h, _ := newTestHandler(t, nil)
-	got, closed := run(h.NewSession(), "get a\r\nquit\r\nget a\r\n")
+	got, closed := run(h.NewSession(""), "get a\r\nquit\r\nget a\r\n")
 	if got != "END\r\n" || !closed {
 		t.Fatalf("got %q closed=%v, want END and close", got, closed)
 	}
@@ -112,7 +112,7 @@ func TestQuitCloses(t *testing.T) {
 
 func TestExpiryUsesClock(t *testing.T) {
 	h, clk := newTestHandler(t, nil)
-	s := h.NewSession()
+	s := h.NewSession("")
 	if got, _ := run(s, "set a 0 10 1\r\n1\r\nget a\r\n"); got != "STORED\r\nVALUE a 0 1\r\n1\r\nEND\r\n" {
 		t.Fatalf("before expiry: %q", got)
 	}
@@ -131,7 +131,7 @@ func TestExpiryUsesClock(t *testing.T) {
 
 func TestGetsReportsCAS(t *testing.T) {
 	h, _ := newTestHandler(t, nil)
-	s := h.NewSession()
+	s := h.NewSession("")
 	got, _ := run(s, "set a 0 0 1\r\n1\r\ngets a\r\n")
 	var cas uint64
 	if _, err := fmt.Sscanf(got, "STORED\r\nVALUE a 0 1 %d\r\n1\r\nEND\r\n", &cas); err != nil || cas == 0 {
@@ -151,7 +151,7 @@ func TestOptionalCommands(t *testing.T) {
 		c.OnShutdown = func() { shut <- struct{}{} }
 		c.OnVerbosity = func(l int) { level.Store(int64(l)) }
 	})
-	s := h.NewSession()
+	s := h.NewSession("")
 	if got, _ := run(s, "flush_all\r\n"); got != "CLIENT_ERROR flush_all not allowed\r\n" {
 		t.Fatalf("flush_all with -F: %q", got)
 	}
@@ -171,9 +171,9 @@ func TestOptionalCommands(t *testing.T) {
 func TestStatsFields(t *testing.T) {
 	h, _ := newTestHandler(t, func(c *Config) {
 		c.Server = func() ServerInfo { return ServerInfo{Mode: "pool", Threads: 2, CurrConns: 3, MaxConns: 10} }
-		c.Settings = func() []Setting { return []Setting{{Name: "maxconns", Value: "10"}} }
+		c.Settings = func(Live) []Setting { return []Setting{{Name: "maxconns", Value: "10"}} }
 	})
-	s := h.NewSession()
+	s := h.NewSession("")
 	got, _ := run(s, "set a 0 0 1\r\n1\r\nget a\r\nget b\r\nstats\r\n")
 	for _, want := range []string{"STAT pid ", "STAT version " + Version + "\r\n", "STAT curr_connections 3\r\n",
 		"STAT get_hits 1\r\n", "STAT get_misses 1\r\n", "STAT cmd_set 1\r\n", "STAT curr_items 1\r\n",

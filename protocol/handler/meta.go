@@ -92,7 +92,7 @@ func appendTTL(dst []byte, exp, now int64) []byte {
 // metaGet answers mg.
 func (h *Handler) metaGet(r *protocol.Request, key, out []byte) []byte {
 	m := &r.Meta
-	opt := cache.MetaGetOptions{NoBump: m.Has('u'), NewCAS: m.NewCAS}
+	opt := cache.MetaGetOptions{NoBump: m.Has('u')}
 	if m.Has('T') {
 		opt.Touch, opt.TouchExptime = true, r.Exptime
 	}
@@ -214,7 +214,7 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte) []byte {
 	if m.Has('C') {
 		cas = r.CAS
 	}
-	opt := cache.MetaStoreOptions{Invalidate: m.Has('I') && mode == cache.CAS, KeyBinary: m.Has('b'), NewCAS: m.NewCAS}
+	opt := cache.MetaStoreOptions{Invalidate: m.Has('I') && mode == cache.CAS, KeyBinary: m.Has('b')}
 	outcome, id := h.cfg.Cache.MetaStore(mode, key, r.Data, r.Flags, r.Exptime, cas, opt)
 	switch outcome {
 	case cache.Stored:
@@ -258,7 +258,6 @@ func (h *Handler) metaDelete(r *protocol.Request, key, out []byte) []byte {
 	outcome := h.cfg.Cache.MetaDelete(key, cache.MetaDeleteOptions{
 		CompareCAS: m.Has('C'), CAS: r.CAS,
 		Invalidate: m.Has('I'), Touch: m.Has('T'), Exptime: r.Exptime,
-		NewCAS: m.NewCAS,
 	})
 	switch outcome {
 	case cache.Deleted:
@@ -281,7 +280,6 @@ func (h *Handler) metaArith(r *protocol.Request, key, out []byte) []byte {
 		Vivify: m.Has('N'), Initial: m.Initial, VivifyExpt: m.VivifyTTL,
 		Touch: m.Has('T'), Exptime: r.Exptime,
 		VivifyLast: flagBefore(m.Order(), 'T', 'N'),
-		NewCAS:     m.NewCAS,
 	}
 	if m.Has('C') {
 		opt.CAS = r.CAS
@@ -350,7 +348,10 @@ func (h *Handler) metaArith(r *protocol.Request, key, out []byte) []byte {
 // exptime, negative while it is ahead, as memcached prints it; -1 for
 // none), la (seconds since the last access), cas, fetch, cls and size
 // (memcached's slab class and item size for such an item).
+//
+// It is the only meta command memcached 1.6.18 counts in cmd_meta.
 func (h *Handler) metaDebug(r *protocol.Request, key, out []byte) []byte {
+	h.count(CmdMeta, 1)
 	out, hit := h.cfg.Cache.Peek(out, key, meAppender{h})
 	if !hit {
 		return append(out, "EN\r\n"...)

@@ -13,7 +13,8 @@ const statsFlushEvery = 64
 // and Execute (execution) may run on different goroutines concurrently; each
 // half is used by one goroutine at a time.
 type Session struct {
-	h *Handler
+	h    *Handler
+	peer string // the client's address, for the command log
 
 	// Framing half.
 	parser *protocol.Parser
@@ -24,14 +25,19 @@ type Session struct {
 	execs   int
 }
 
-// NewSession creates the state of a new connection.
-func (h *Handler) NewSession() *Session {
+// NewSession creates the state of a new connection from peer (the client's
+// address as text, "" when unknown), which the command log of verbosity 2
+// names.
+func (h *Handler) NewSession(peer string) *Session {
 	p := protocol.NewParser(h.cfg.MaxItemSize)
 	// memcached's exact too-large rule: the item header and key count
 	// against -I, so the value limit is a little below it.
 	p.SetItemSizeMax(h.cfg.MaxItemSize, !h.cfg.DisableCAS)
-	h.configureParser(p)
-	return &Session{h: h, parser: p}
+	p.SetDialect(h.cfg.Dialect)
+	if h.cfg.Auth != nil {
+		p.RequireAuth(h.cfg.Auth.Check)
+	}
+	return &Session{h: h, peer: peer, parser: p}
 }
 
 // Next parses the next request from buf; see protocol.Parser.Next.
@@ -39,7 +45,7 @@ func (s *Session) Next(buf []byte, r *protocol.Request) int {
 	n := s.parser.Next(buf, r)
 	s.read += uint64(n)
 	if s.read >= 1<<16 {
-		s.h.bytesRead.Add(s.read)
+		s.h.count(BytesRead, s.read)
 		s.read = 0
 	}
 	return n
@@ -50,8 +56,8 @@ func (s *Session) NeedBytes() int { return s.parser.NeedBytes() }
 
 // Close flushes the session's counters.
 func (s *Session) Close() {
-	s.h.bytesRead.Add(s.read)
-	s.h.bytesWritten.Add(s.written)
+	s.h.count(BytesRead, s.read)
+	s.h.count(BytesWritten, s.written)
 	s.read, s.written = 0, 0
 }
 
@@ -59,11 +65,20 @@ func (s *Session) Close() {
 // connection must be closed once out is written.
 func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	before := len(out)
+	// Like memcached, log the command line with the verbosity before it ran
+	// and its reply with the verbosity after: only a verbosity command
+	// changes it in between for this connection.
+	logCmd := s.h.verbose()
 	out, closeConn := s.h.execute(r, out)
 	s.written += uint64(len(out) - before)
 	if s.execs++; s.execs >= statsFlushEvery {
-		s.h.bytesWritten.Add(s.written)
+		s.h.count(BytesWritten, s.written)
 		s.written, s.execs = 0, 0
+	}
+	if logCmd || r.Cmd == protocol.CmdVerbosity {
+		if logReply := s.h.verbose(); logCmd || logReply {
+			s.h.logExchange(s.peer, r, out[before:], logCmd, logReply)
+		}
 	}
 	return out, closeConn
 }

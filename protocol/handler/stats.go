@@ -1,92 +1,190 @@
 package handler
 
 import (
-	"fmt"
 	"strconv"
 	"syscall"
+	"time"
 
+	"github.com/tandemcache/tandem/cache"
 	"github.com/tandemcache/tandem/protocol"
 )
 
-// stats answers "stats" and its subcommands.
-func (h *Handler) stats(r *protocol.Request, out []byte) []byte {
-	if len(r.Args) == 0 {
-		return append(h.appendGeneralStats(out), protocol.RespEnd...)
-	}
-	switch string(r.Args[0]) {
-	case "settings":
-		if h.cfg.Settings != nil {
-			for _, s := range h.cfg.Settings() {
-				out = protocol.AppendStatString(out, s.Name, s.Value)
-			}
-		}
-		return append(out, protocol.RespEnd...)
-	case "detail":
-		// Per-prefix detail stats are not kept; the switch is accepted as
-		// memcached accepts it, and the dump is empty.
-		if len(r.Args) >= 2 {
-			switch string(r.Args[1]) {
-			case "on", "off":
-				return append(out, protocol.RespOK...)
-			case "dump":
-				return append(out, protocol.RespEnd...)
-			}
-		}
-		return appendLine(out, protocol.ReplyStatsDetailUsage)
-	case "cachedump":
-		// Items are not kept in slab classes: every class dumps empty.
-		if len(r.Args) < 3 {
-			return appendLine(out, protocol.ReplyBadCommandLine)
-		}
-		id, err1 := strconv.ParseUint(string(r.Args[1]), 10, 32)
-		_, err2 := strconv.ParseUint(string(r.Args[2]), 10, 32)
-		if err1 != nil || err2 != nil {
-			return appendLine(out, protocol.ReplyBadFormat)
-		}
-		if id == 0 || id > 63 {
-			return appendLine(out, protocol.ReplyIllegalSlabID)
-		}
-		return append(out, protocol.RespEnd...)
-	case "reset":
-		h.cfg.Cache.ResetStats()
-		h.bytesRead.Store(0)
-		h.bytesWritten.Store(0)
-		return append(out, protocol.RespReset...)
-	}
-	return h.statsExt(r, out)
+// This file is the single source of the general statistics: Stats is their
+// typed snapshot, which "stats" renders (appendGeneralStats), the metrics
+// endpoint reads (cmd/tandem), and "stats reset" zeroes at their owners
+// (resetStats). A counter lives in one place: the cache's in cache.Stats,
+// the network side's in ServerInfo.Counters, the handler's in
+// Handler.counters.
+
+// Counter indexes the counters the handler keeps itself (Stats.Counters).
+type Counter int
+
+// The handler's counters, with memcached's names.
+const (
+	CmdMeta      Counter = iota // cmd_meta: as memcached 1.6.18 counts it, "me" commands only
+	BytesRead                   // bytes_read
+	BytesWritten                // bytes_written
+	AuthCmds                    // auth_cmds: authentication attempts, text or SASL
+	AuthErrors                  // auth_errors: failed ones
+	NumCounters
+)
+
+// ServerCounter indexes ServerInfo.Counters: the network side's counters.
+// "stats reset" zeroes them as memcached does, by remembering their values
+// (the network side keeps counting).
+type ServerCounter int
+
+// The network side's counters.
+const (
+	TotalConns             ServerCounter = iota // total_connections
+	RejectedConns                               // rejected_connections
+	ListenDisabled                              // listen_disabled_num
+	TimeInListenDisabledUS                      // time_in_listen_disabled_us
+	ConnYields                                  // conn_yields
+	ReadBufOOM                                  // read_buf_oom
+	ResponseObjOOM                              // response_obj_oom
+	PoolOverloads                               // tandem_pool_overloads
+	Panics                                      // tandem_panics
+	ClosedOverflow                              // tandem_closed_overflow: over --max-conn-input/output
+	ClosedIdle                                  // tandem_closed_idle: by --idle-timeout
+	NumServerCounters
+)
+
+// ServerInfo is the network side's view for "stats". Gauges are named
+// fields; counters are in Counters.
+type ServerInfo struct {
+	Mode     string
+	Threads  int
+	Workers  int
+	MaxConns int
+
+	CurrConns      int64
+	ConnStructures int64 // connection_structures: connection states allocated
+	ReservedFDs    int64 // reserved_fds: descriptors the server holds for itself
+	// NotAccepting reports that the server stopped accepting connections
+	// (memcached: accepting_conns 0 while the -c limit disables the listener).
+	NotAccepting     bool
+	ReadBufCount     int64 // read_buf_count: read buffers allocated
+	ReadBufBytes     int64 // read_buf_bytes
+	ReadBufBytesFree int64 // read_buf_bytes_free
+	ResponseObjCount int64 // response_obj_count: reply buffers allocated
+	ResponseObjBytes int64 // response_obj_bytes
+
+	PoolRunning int
+	PoolParked  int64
+
+	Counters [NumServerCounters]uint64
 }
 
-// appendGeneralStats writes memcached's general stats, in memcached's order,
-// followed by tandem's own fields.
-func (h *Handler) appendGeneralStats(out []byte) []byte {
-	now := h.cfg.Now()
-	var si ServerInfo
-	if h.cfg.Server != nil {
-		si = h.cfg.Server()
-	}
-	cs := h.cfg.Cache.Stats()
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+// Stats is a snapshot of the general statistics. Counters are net of the
+// last "stats reset".
+type Stats struct {
+	PID          int
+	Started      time.Time
+	Now          time.Time
+	RusageUser   time.Duration
+	RusageSystem time.Duration
+	Server       ServerInfo
+	Cache        cache.Stats
+	Counters     [NumCounters]uint64
+}
 
+// Uptime is the whole seconds since the handler started.
+func (s *Stats) Uptime() int64 { return int64(s.Now.Sub(s.Started) / time.Second) }
+
+// Stats returns a snapshot of the general statistics. It takes the cache's
+// shard locks one at a time and calls Config.Server; it allocates nothing on
+// the heap, but is meant for "stats" and scrapes, not for a hot path.
+func (h *Handler) Stats() Stats {
+	st := Stats{PID: h.pid, Started: h.started, Now: h.cfg.Now()}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		st.RusageUser = time.Duration(ru.Utime.Nano())
+		st.RusageSystem = time.Duration(ru.Stime.Nano())
+	}
+	if h.cfg.Server != nil {
+		st.Server = h.cfg.Server()
+		h.resetMu.Lock()
+		for i, base := range h.serverBase {
+			st.Server.Counters[i] -= min(base, st.Server.Counters[i])
+		}
+		h.resetMu.Unlock()
+	}
+	st.Cache = h.cfg.Cache.Stats()
+	st.Cache.CmdSet += h.badChunkSets.Load()
+	for i := range h.counters {
+		st.Counters[i] = h.counters[i].Load()
+	}
+	return st
+}
+
+// count adds n to one of the handler's counters.
+func (h *Handler) count(c Counter, n uint64) { h.counters[c].Add(n) }
+
+// resetStats zeroes what memcached's "stats reset" zeroes: every counter
+// (the cache's, the handler's, the network side's and the per-prefix
+// stats), not the gauges (items, bytes, connections).
+func (h *Handler) resetStats() {
+	h.cfg.Cache.ResetStats()
+	for i := range h.counters {
+		h.counters[i].Store(0)
+	}
+	h.badChunkSets.Store(0)
+	h.prefixes.reset()
+	if h.cfg.Server == nil {
+		return
+	}
+	si := h.cfg.Server()
+	h.resetMu.Lock()
+	h.serverBase = si.Counters
+	h.resetMu.Unlock()
+}
+
+// appendGeneralStats writes "stats": every field memcached 1.6.18 prints, in
+// its order, then tandem's own. Fields of memcached features tandem does not
+// have (slab rebalancing, the LRU crawler and maintainer, log watchers,
+// NAPI ids) are 0, as memcached reports them when they are off.
+func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) []byte {
 	u := func(name string, v uint64) { out = protocol.AppendStatUint(out, name, v) }
 	i := func(name string, v int64) { out = protocol.AppendStatInt(out, name, v) }
 	s := func(name, v string) { out = protocol.AppendStatString(out, name, v) }
+	zero := func(names ...string) {
+		for _, n := range names {
+			out = protocol.AppendStatUint(out, n, 0)
+		}
+	}
+	si, cs, hc, sc := &st.Server, &st.Cache, &st.Counters, &st.Server.Counters
+	accepting := int64(1)
+	if si.NotAccepting {
+		accepting = 0
+	}
 
-	i("pid", int64(h.pid))
-	i("uptime", int64(now.Sub(h.started).Seconds()))
-	i("time", now.Unix())
+	i("pid", int64(st.PID))
+	i("uptime", st.Uptime())
+	i("time", st.Now.Unix())
 	s("version", Version)
-	s("pointer_size", "64")
-	s("rusage_user", rusageSeconds(ru.Utime))
-	s("rusage_system", rusageSeconds(ru.Stime))
+	s("libevent", eventLib)
+	i("pointer_size", strconv.IntSize)
+	s("rusage_user", rusageSeconds(st.RusageUser))
+	s("rusage_system", rusageSeconds(st.RusageSystem))
 	i("max_connections", int64(si.MaxConns))
 	i("curr_connections", si.CurrConns)
-	u("total_connections", si.TotalConns)
-	u("rejected_connections", si.RejectedConns)
+	u("total_connections", sc[TotalConns])
+	u("rejected_connections", sc[RejectedConns])
+	i("connection_structures", si.ConnStructures)
+	u("response_obj_oom", sc[ResponseObjOOM])
+	i("response_obj_count", si.ResponseObjCount)
+	i("response_obj_bytes", si.ResponseObjBytes)
+	i("read_buf_count", si.ReadBufCount)
+	i("read_buf_bytes", si.ReadBufBytes)
+	i("read_buf_bytes_free", si.ReadBufBytesFree)
+	u("read_buf_oom", sc[ReadBufOOM])
+	i("reserved_fds", si.ReservedFDs)
 	u("cmd_get", cs.CmdGet)
 	u("cmd_set", cs.CmdSet)
 	u("cmd_flush", cs.CmdFlush)
 	u("cmd_touch", cs.CmdTouch)
+	u("cmd_meta", hc[CmdMeta])
 	u("get_hits", cs.GetHits)
 	u("get_misses", cs.GetMisses)
 	u("get_expired", cs.GetExpired)
@@ -104,34 +202,62 @@ func (h *Handler) appendGeneralStats(out []byte) []byte {
 	u("touch_misses", cs.TouchMisses)
 	u("store_too_large", cs.StoreTooLarge)
 	u("store_no_memory", cs.StoreNoMemory)
-	authCmds, authErrors := h.AuthStats()
-	u("auth_cmds", authCmds)
-	u("auth_errors", authErrors)
-	u("bytes_read", h.bytesRead.Load())
-	u("bytes_written", h.bytesWritten.Load())
+	u("auth_cmds", hc[AuthCmds])
+	u("auth_errors", hc[AuthErrors])
+	u("bytes_read", hc[BytesRead])
+	u("bytes_written", hc[BytesWritten])
 	u("limit_maxbytes", cs.LimitMaxbytes)
-	s("accepting_conns", "1")
+	i("accepting_conns", accepting)
+	u("listen_disabled_num", sc[ListenDisabled])
+	u("time_in_listen_disabled_us", sc[TimeInListenDisabledUS])
 	i("threads", int64(si.Threads))
+	u("conn_yields", sc[ConnYields])
+	// tandem's cache has no hash table that memcached's hash_* describe.
+	zero("hash_power_level", "hash_bytes", "hash_is_expanding",
+		"slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
+		"slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
+		"slab_reassign_running", "slabs_moved",
+		"lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles",
+		"malloc_fails",
+		"log_worker_dropped", "log_worker_written", "log_watcher_skipped", "log_watcher_sent", "log_watchers",
+		"unexpected_napi_ids", "round_robin_fallback")
 	u("bytes", cs.Bytes)
 	u("curr_items", cs.CurrItems)
 	u("total_items", cs.TotalItems)
+	zero("slab_global_page_pool")
 	u("expired_unfetched", cs.ExpiredUnfetched)
 	u("evicted_unfetched", cs.EvictedUnfetched)
+	zero("evicted_active")
 	u("evictions", cs.Evictions)
 	u("reclaimed", cs.Reclaimed)
+	zero("crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked",
+		"moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped")
+
 	// tandem's own fields.
-	s("tandem_version", h.cfg.TandemVersion)
-	s("tandem_mode", si.Mode)
+	s("tandem_version", orNULL(tandemVersion))
+	s("tandem_mode", orNULL(si.Mode))
 	i("tandem_event_loops", int64(si.Threads))
 	i("tandem_workers", int64(si.Workers))
 	i("tandem_pool_running", int64(si.PoolRunning))
 	i("tandem_pool_parked", si.PoolParked)
-	u("tandem_pool_overloads", si.PoolOverloads)
-	u("tandem_panics", si.Panics)
+	u("tandem_pool_overloads", sc[PoolOverloads])
+	u("tandem_panics", sc[Panics])
+	u("tandem_closed_overflow", sc[ClosedOverflow])
+	u("tandem_closed_idle", sc[ClosedIdle])
 	return out
 }
 
+// orNULL is v, or memcached's "NULL" for an unset string.
+func orNULL(v string) string {
+	if v == "" {
+		return "NULL"
+	}
+	return v
+}
+
 // rusageSeconds formats a CPU time like memcached ("%ld.%06ld").
-func rusageSeconds(tv syscall.Timeval) string {
-	return fmt.Sprintf("%d.%06d", tv.Sec, tv.Usec)
+func rusageSeconds(d time.Duration) string {
+	us := d.Microseconds()
+	frac := strconv.FormatInt(us%1e6, 10)
+	return strconv.FormatInt(us/1e6, 10) + "." + "000000"[len(frac):] + frac
 }

@@ -19,7 +19,7 @@ func TestTranscriptsInProcess(t *testing.T) {
 	}
 	h, _ := newTestHandler(t, nil)
 	for _, tc := range cases {
-		s := h.NewSession()
+		s := h.NewSession("")
 		var pending, out []byte
 		closed := false
 		var r protocol.Request

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"net"
 	"slices"
 	"strconv"
@@ -11,34 +10,33 @@ import (
 	"github.com/tandemcache/tandem/protocol"
 )
 
-// ConnInfo describes one socket for "stats conns".
-type ConnInfo struct {
-	// FD is the socket's file descriptor (memcached keys the lines by it).
-	FD int
-	// Addr is the peer's address, or the bound address of a listener.
-	Addr net.Addr
-	// ListenAddr is the address the connection was accepted on; nil for a
-	// listener.
-	ListenAddr net.Addr
-	// Listening marks a listening socket.
-	Listening bool
-	// Executing reports that the connection's requests are being executed
-	// right now (known exactly in pool mode only).
-	Executing bool
-	// LastActive is when the connection last received bytes; zero when
-	// unknown (a listener reports the server's uptime instead).
-	LastActive time.Time
-}
-
-// statsExt answers stats subcommands beyond settings and reset; unknown
-// ones are an ERROR, as in memcached.
+// stats answers "stats" and its subcommands; unknown ones are an ERROR, as
+// in memcached.
 //
 // tandem has no slab classes: "stats items" and "stats slabs" report one
 // entry per cache shard instead (shard i is class i+1), with memcached's
 // field names where the meaning carries over and tandem_ names for the
 // rest; see docs/protocol.md.
-func (h *Handler) statsExt(r *protocol.Request, out []byte) []byte {
+func (h *Handler) stats(r *protocol.Request, out []byte) []byte {
+	if len(r.Args) == 0 {
+		st := h.Stats()
+		out = appendGeneralStats(out, &st, orNULL(h.cfg.EventLibrary), h.cfg.TandemVersion)
+		return append(out, protocol.RespEnd...)
+	}
 	switch string(r.Args[0]) {
+	case "reset":
+		h.resetStats()
+		return append(out, protocol.RespReset...)
+	case "settings":
+		if h.cfg.Settings != nil {
+			for _, s := range h.cfg.Settings(h.live()) {
+				out = protocol.AppendStatString(out, s.Name, s.Value)
+			}
+		}
+	case "detail":
+		return h.statsDetail(r.Args[1:], out)
+	case "cachedump":
+		return h.statsCachedump(r.Args[1:], out)
 	case "items":
 		out = h.appendItemsStats(out)
 	case "slabs":
@@ -54,6 +52,48 @@ func (h *Handler) statsExt(r *protocol.Request, out []byte) []byte {
 	}
 	return append(out, protocol.RespEnd...)
 }
+
+// statsDetail answers "stats detail on|off|dump" (per-prefix stats).
+func (h *Handler) statsDetail(args [][]byte, out []byte) []byte {
+	if len(args) >= 1 {
+		switch string(args[0]) {
+		case "on":
+			h.prefixes.enabled.Store(true)
+			return append(out, protocol.RespOK...)
+		case "off":
+			h.prefixes.enabled.Store(false)
+			return append(out, protocol.RespOK...)
+		case "dump":
+			return append(h.prefixes.appendDump(out), protocol.RespEnd...)
+		}
+	}
+	return appendLine(out, protocol.ReplyStatsDetailUsage)
+}
+
+// statsCachedump answers "stats cachedump <class> <limit>". Items are not
+// kept in slab classes, so every class dumps empty (the dump of the whole
+// cache, lru_crawler metadump, is not served yet either).
+func (h *Handler) statsCachedump(args [][]byte, out []byte) []byte {
+	if h.cfg.DisableDumps {
+		return appendLine(out, protocol.ReplyCachedumpDenied)
+	}
+	if len(args) < 2 {
+		return appendLine(out, protocol.ReplyBadCommandLine)
+	}
+	id, ok1 := protocol.ParseUint32(args[0])
+	_, ok2 := protocol.ParseUint32(args[1])
+	if !ok1 || !ok2 {
+		return appendLine(out, protocol.ReplyBadFormat)
+	}
+	if id >= maxSlabClasses {
+		return appendLine(out, protocol.ReplyIllegalSlabID)
+	}
+	return append(out, protocol.RespEnd...)
+}
+
+// maxSlabClasses is memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids at or
+// above it are illegal in "stats cachedump".
+const maxSlabClasses = 64
 
 // shardID is the class number a shard is reported under (memcached's slab
 // classes start at 1).
@@ -137,11 +177,11 @@ func (h *Handler) appendConnsStats(out []byte) []byte {
 		return out
 	}
 	conns := h.cfg.Conns()
-	slices.SortFunc(conns, func(a, b ConnInfo) int { return a.FD - b.FD })
+	slices.SortFunc(conns, func(a, b protocol.ConnInfo) int { return a.FD - b.FD })
 	now := h.cfg.Now()
 	for _, c := range conns {
 		prefix := strconv.Itoa(c.FD) + ":"
-		out = protocol.AppendStatString(out, prefix+"addr", connAddr(c.Addr))
+		out = protocol.AppendStatString(out, prefix+"addr", connAddr(c.Remote))
 		state := "conn_waiting"
 		idle := int64(0)
 		switch {
@@ -152,7 +192,7 @@ func (h *Handler) appendConnsStats(out []byte) []byte {
 			state = "conn_parse_cmd"
 		}
 		if !c.Listening {
-			out = protocol.AppendStatString(out, prefix+"listen_addr", connAddr(c.ListenAddr))
+			out = protocol.AppendStatString(out, prefix+"listen_addr", connAddr(c.Local))
 			if !c.LastActive.IsZero() {
 				idle = int64(now.Sub(c.LastActive) / time.Second)
 			}
@@ -178,32 +218,4 @@ func connAddr(a net.Addr) string {
 		return "tcp:" + ip4.String() + ":" + port
 	}
 	return "tcp6:[" + ta.IP.String() + "]:" + port
-}
-
-// Stats returns what "stats" followed by args would print, as name/value
-// pairs in order: Stats() for the general stats, Stats("items"),
-// Stats("settings"), and so on. ok is false for an unknown group and for
-// "reset", which this read-only view refuses. It is meant for exporters
-// (a metrics endpoint), not for a hot path: it allocates.
-func (h *Handler) Stats(args ...string) (stats []Setting, ok bool) {
-	if len(args) > 0 && args[0] == "reset" {
-		return nil, false
-	}
-	r := protocol.Request{Cmd: protocol.CmdStats}
-	for _, a := range args {
-		r.Args = append(r.Args, []byte(a))
-	}
-	out := h.stats(&r, nil)
-	if !bytes.HasSuffix(out, []byte(protocol.RespEnd)) {
-		return nil, false
-	}
-	for line := range bytes.SplitSeq(out[:len(out)-len(protocol.RespEnd)], []byte("\r\n")) {
-		rest, found := bytes.CutPrefix(line, []byte("STAT "))
-		if !found {
-			continue
-		}
-		name, value, _ := bytes.Cut(rest, []byte(" "))
-		stats = append(stats, Setting{Name: string(name), Value: string(value)})
-	}
-	return stats, true
 }

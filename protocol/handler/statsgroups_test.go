@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/protocol"
 )
 
 // statLine is what every line of a stats reply must look like; it is the
@@ -48,14 +50,14 @@ func sumClassField(reply, field string) int {
 func TestStatsSubcommands(t *testing.T) {
 	start := time.Unix(1_800_000_000, 0)
 	now := start.Add(100 * time.Second)
-	conns := []ConnInfo{
-		{FD: 9, Addr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 40000},
-			ListenAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 11211},
+	conns := []protocol.ConnInfo{
+		{FD: 9, Remote: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 40000},
+			Local:      &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 11211},
 			LastActive: now.Add(-3 * time.Second)},
-		{FD: 7, Addr: &net.TCPAddr{IP: net.ParseIP("::1"), Port: 40001},
-			ListenAddr: &net.TCPAddr{IP: net.ParseIP("::1"), Port: 11211},
-			Executing:  true, LastActive: now},
-		{FD: 3, Addr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 11211}, Listening: true},
+		{FD: 7, Remote: &net.TCPAddr{IP: net.ParseIP("::1"), Port: 40001},
+			Local:     &net.TCPAddr{IP: net.ParseIP("::1"), Port: 11211},
+			Executing: true, LastActive: now},
+		{FD: 3, Remote: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 11211}, Listening: true},
 	}
 	setup := "set a 0 0 5\r\nhello\r\nset b 0 0 3\r\nabc\r\nget a\r\nget zz\r\ndelete b\r\n"
 	tests := []struct {
@@ -101,10 +103,10 @@ func TestStatsSubcommands(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h, clk := newTestHandler(t, func(c *Config) {
 				c.Now = func() time.Time { return now }
-				c.Conns = func() []ConnInfo { return append([]ConnInfo(nil), conns...) }
+				c.Conns = func() []protocol.ConnInfo { return append([]protocol.ConnInfo(nil), conns...) }
 			})
 			h.started = start
-			s := h.NewSession()
+			s := h.NewSession("")
 			run(s, setup)
 			clk.Advance(4)
 			got, _ := run(s, tc.input)
@@ -136,7 +138,7 @@ func TestStatsSubcommands(t *testing.T) {
 // general stats and use memcached's key layout (items:<class>:<field>).
 func TestStatsItemsPerShard(t *testing.T) {
 	h, _ := newTestHandler(t, nil)
-	s := h.NewSession()
+	s := h.NewSession("")
 	var in strings.Builder
 	for i := range 300 {
 		in.WriteString("set key" + strconv.Itoa(i) + " 0 0 2\r\nxy\r\n")
@@ -170,57 +172,8 @@ func TestStatsItemsPerShard(t *testing.T) {
 
 func TestStatsConnsWithoutSource(t *testing.T) {
 	h, _ := newTestHandler(t, nil)
-	if got, _ := run(h.NewSession(), "stats conns\r\n"); got != "END\r\n" {
+	if got, _ := run(h.NewSession(""), "stats conns\r\n"); got != "END\r\n" {
 		t.Fatalf("stats conns without Conns = %q, want END", got)
-	}
-}
-
-func TestHandlerStats(t *testing.T) {
-	h, _ := newTestHandler(t, func(c *Config) {
-		c.Settings = func() []Setting { return []Setting{{Name: "maxconns", Value: "10"}} }
-	})
-	run(h.NewSession(), "set a 0 0 1\r\n1\r\nget a\r\n")
-	tests := []struct {
-		name   string
-		args   []string
-		ok     bool
-		lookup string
-		want   string
-	}{
-		{"general", nil, true, "get_hits", "1"},
-		{"general version", nil, true, "version", Version},
-		{"settings", []string{"settings"}, true, "maxconns", "10"},
-		{"items", []string{"items"}, true, "", ""},
-		{"sizes", []string{"sizes"}, true, "sizes_status", "disabled"},
-		{"unknown", []string{"bogus"}, false, "", ""},
-		{"reset refused", []string{"reset"}, false, "", ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			st, ok := h.Stats(tc.args...)
-			if ok != tc.ok {
-				t.Fatalf("Stats(%q) ok = %v, want %v", tc.args, ok, tc.ok)
-			}
-			if tc.lookup == "" {
-				return
-			}
-			for _, s := range st {
-				if s.Name == tc.lookup {
-					if s.Value != tc.want {
-						t.Fatalf("Stats(%q)[%s] = %q, want %q", tc.args, tc.lookup, s.Value, tc.want)
-					}
-					return
-				}
-			}
-			t.Fatalf("Stats(%q) has no %s: %v", tc.args, tc.lookup, st)
-		})
-	}
-	if st, _ := h.Stats(); st[0].Name != "pid" {
-		t.Errorf("general stats do not start with pid: %v", st[:1])
-	}
-	// The refused reset must not have reset anything.
-	if got := h.cfg.Cache.Stats().GetHits; got != 1 {
-		t.Errorf("get_hits = %d after Stats(\"reset\"), want 1", got)
 	}
 }
 
@@ -239,6 +192,31 @@ func TestConnAddr(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := connAddr(tc.addr); got != tc.want {
 				t.Fatalf("connAddr(%v) = %q, want %q", tc.addr, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDumpCommands checks "stats cachedump" and "lru_crawler" with and
+// without -X, with the replies memcached 1.6.18 gives.
+func TestDumpCommands(t *testing.T) {
+	in := "stats cachedump 0 0\r\nstats cachedump 63 0\r\nstats cachedump 64 0\r\nstats cachedump -1 0\r\n" +
+		"stats cachedump 4294967296 1\r\nstats cachedump 1\r\nlru_crawler metadump all\r\nlru_crawler metadump\r\nlru_crawler crawl 1\r\n"
+	tests := []struct {
+		name    string
+		disable bool
+		want    string
+	}{
+		{"dumps allowed", false, "END\r\nEND\r\nCLIENT_ERROR Illegal slab id\r\nCLIENT_ERROR bad command line format\r\n" +
+			"END\r\nCLIENT_ERROR bad command line\r\nERROR\r\nERROR\r\nERROR\r\n"},
+		{"-X", true, strings.Repeat("CLIENT_ERROR stats cachedump not allowed\r\n", 6) +
+			"ERROR metadump not allowed\r\nERROR\r\nERROR\r\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := newTestHandler(t, func(c *Config) { c.DisableDumps = tc.disable })
+			if got, _ := run(h.NewSession(""), in); got != tc.want {
+				t.Fatalf("got %q\nwant %q", got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tandemcache/tandem/protocol/handler"
+	"github.com/tandemcache/tandem/reactor"
+)
+
+// settings lists "stats settings": every field memcached 1.6.18 prints, in
+// its order, then tandem's own. Switches of memcached features tandem does
+// not have (slab rebalancing, the LRU crawler and maintainer, TLS, external
+// storage) are off; their tuning values, inert as in a memcached with the
+// feature off, are memcached's defaults. live holds what commands change at
+// run time.
+func settings(cfg *Config, live handler.Live) []handler.Setting {
+	yesNo := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return "no"
+	}
+	orNULL := func(v string) string {
+		if v == "" {
+			return "NULL"
+		}
+		return v
+	}
+	evictions := "on"
+	if cfg.DisableEvictions {
+		evictions = "off"
+	}
+	proto := map[string]string{"auto": "auto-negotiate", "ascii": "ascii", "binary": "binary"}[cfg.Protocol]
+	auth := cfg.AuthFile != ""
+	list := [][2]string{
+		{"maxbytes", strconv.FormatInt(cfg.MemoryMB<<20, 10)},
+		{"maxconns", strconv.Itoa(cfg.MaxConns)},
+		{"tcpport", strconv.Itoa(cfg.Port)},
+		{"udpport", "0"}, // UDP is not served, whatever -U says
+		{"inter", strings.Join(cfg.Listen, ",")},
+		{"verbosity", strconv.Itoa(live.Verbosity)},
+		{"oldest", "0"},
+		{"evictions", evictions},
+		{"domain_socket", orNULL(cfg.UnixSocket)},
+		{"umask", strconv.FormatUint(uint64(cfg.UnixMask), 8)},
+		{"shutdown_command", yesNo(cfg.EnableShutdown)},
+		{"growth_factor", strconv.FormatFloat(cfg.GrowthFactor, 'f', 2, 64)},
+		{"chunk_size", strconv.Itoa(cfg.SlabMinSize)},
+		{"num_threads", strconv.Itoa(cfg.Threads)},
+		{"num_threads_per_udp", strconv.Itoa(cfg.Threads)},
+		{"stat_key_prefix", string(live.PrefixDelimiter)},
+		{"detail_enabled", yesNo(live.DetailEnabled)},
+		{"reqs_per_event", strconv.Itoa(cfg.ReqsPerEvent)},
+		{"cas_enabled", yesNo(!cfg.DisableCAS)},
+		{"tcp_backlog", strconv.Itoa(cfg.Backlog)},
+		{"binding_protocol", proto},
+		{"auth_enabled_sasl", yesNo(auth)},
+		{"auth_enabled_ascii", yesNo(auth)},
+		{"item_size_max", strconv.Itoa(cfg.MaxItemSize)},
+		{"maxconns_fast", "yes"}, // a connection over -c is answered and closed
+		{"hashpower_init", "0"},
+		{"slab_reassign", "no"},
+		{"slab_automove", "0"},
+		{"slab_automove_ratio", "0.80"},
+		{"slab_automove_window", "30"},
+		{"slab_chunk_max", "524288"},
+		{"lru_crawler", "no"},
+		{"lru_crawler_sleep", "100"},
+		{"lru_crawler_tocrawl", "0"},
+		{"tail_repair_time", "0"},
+		{"flush_enabled", yesNo(!cfg.DisableFlushAll)},
+		{"dump_enabled", yesNo(!cfg.DisableDumps)},
+		{"hash_algorithm", "maphash"},
+		{"lru_maintainer_thread", "no"},
+		{"lru_segmented", "no"},
+		{"hot_lru_pct", "20"},
+		{"warm_lru_pct", "40"},
+		{"hot_max_factor", "0.20"},
+		{"warm_max_factor", "2.00"},
+		{"temp_lru", "no"},
+		{"temporary_ttl", "61"},
+		{"idle_timeout", strconv.Itoa(int(cfg.IdleTimeout / time.Second))},
+		{"watcher_logbuf_size", "262144"},
+		{"worker_logbuf_size", "65536"},
+		{"read_buf_mem_limit", "0"},
+		{"track_sizes", "no"},
+		{"inline_ascii_response", "no"},
+		{"ext_item_size", "512"},
+		{"ext_item_age", "4294967295"},
+		{"ext_low_ttl", "0"},
+		{"ext_recache_rate", "2000"},
+		{"ext_wbuf_size", "4194304"},
+		{"ext_compact_under", "0"},
+		{"ext_drop_under", "0"},
+		{"ext_max_sleep", "1000000"},
+		{"ext_max_frag", "0.80"},
+		{"slab_automove_freeratio", "0.010"},
+		{"ext_drop_unread", "no"},
+		{"ssl_enabled", "no"},
+		{"ssl_chain_cert", "(null)"},
+		{"ssl_key", "(null)"},
+		{"ssl_verify_mode", "0"},
+		{"ssl_keyformat", "1"},
+		{"ssl_ciphers", "NULL"},
+		{"ssl_ca_cert", "NULL"},
+		{"ssl_wbuf_size", "16384"},
+		{"ssl_session_cache", "no"},
+		{"ssl_kernel_tls", "no"},
+		{"ssl_min_version", "tlsv1.2"},
+		{"num_napi_ids", "(null)"},
+		{"memory_file", "(null)"},
+		{"tandem_mode", string(cfg.Mode)},
+		{"tandem_workers", strconv.Itoa(workersOf(cfg))},
+		{"tandem_reuseport", yesNo(cfg.ReusePort)},
+	}
+	out := make([]handler.Setting, len(list))
+	for i, kv := range list {
+		out[i] = handler.Setting{Name: kv[0], Value: kv[1]}
+	}
+	return out
+}
+
+func workersOf(cfg *Config) int {
+	if cfg.Mode == reactor.ModePool {
+		return cfg.Workers
+	}
+	return 0
+}
