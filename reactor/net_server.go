@@ -80,10 +80,11 @@ func (s *netServer) Serve() error {
 		}
 		return err
 	}
+	// Counted before ready: Shutdown waits for the accept loops once ready.
+	s.accepting.Add(len(s.lns))
 	close(s.ready)
 	errs := make(chan error, len(s.lns))
 	for _, ln := range s.lns {
-		s.accepting.Add(1)
 		go func() {
 			defer s.accepting.Done()
 			errs <- s.accept(ln)

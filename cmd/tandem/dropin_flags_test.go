@@ -208,7 +208,6 @@ var inertFlags = []struct {
 	warning string
 }{
 	{[]string{"-U", "11311"}, "-U: UDP is not served"},
-	{[]string{"-R", "5"}, "-R: "},
 	{[]string{"-f", "1.5"}, "-f: "},
 	{[]string{"-n", "64"}, "-n: "},
 	{[]string{"-L"}, "-L: "},

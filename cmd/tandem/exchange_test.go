@@ -29,7 +29,7 @@ const hangGuard = time.Minute
 // never leave a server waiting for input.
 func exchange(addr, req string) (reply string, closed bool, err error) {
 	got, state, err := exchangeUntil(addr, req+sentinel, endsWith(sentinelReply))
-	if state == inSync {
+	if err == nil && state == inSync {
 		got = got[:len(got)-len(sentinelReply)]
 	}
 	return string(got), state == closedConn, err
