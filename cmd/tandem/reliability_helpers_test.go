@@ -226,7 +226,7 @@ func converseWith(addr string, segments, await []string, style writeStyle, quiet
 	_, _ = io.WriteString(c, sentinel)
 	state, err := r.settle(endsWith(sentinelReply), quiet)
 	got := r.take()
-	if state == inSync {
+	if err == nil && state == inSync {
 		got = got[:len(got)-len(sentinelReply)]
 	}
 	return conversation{reply: string(got), state: state}, err
