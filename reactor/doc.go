@@ -1,13 +1,19 @@
 // Package reactor holds tandem's network front ends, one per server mode:
 //
 //   - pool (the default): gnet event loops accept connections and frame
-//     requests; complete requests of a connection go, as one batch, to an
-//     Executor (a bounded worker pool) that runs them; replies return through
-//     the connection's loop through its outbox, in request order.
+//     requests into a per-connection batch, then queue the connection on a
+//     run queue; long-lived workers running on an Executor (a bounded worker
+//     pool) take connections from it and run a slice of each, in request
+//     order, writing the replies themselves (runqueue.go).
 //   - inline: the gnet loop that owns a connection also executes its
 //     requests, like memcached's own worker threads.
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing
 //     when the input is drained.
+//
+// In both gnet modes a connection's replies go out through its own
+// duplicate of the socket descriptor (writer.go), so that requests read
+// before a client's close still run and are answered, and its reads pause
+// while it is not keeping up (readpause.go).
 //
 // The package owns sockets, framing buffers, connection limits and
 // backpressure. It does not know the cache or the worker pool: it consumes a
