@@ -54,9 +54,6 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// Limit returns the byte budget (Config.MaxBytes).
-func (c *Cache) Limit() int64 { return c.limit }
-
 // Now returns the cache clock's current unix time, the time Item.Exptime and Item.LastAccess
 // are relative to (for meta-protocol TTL and last-access replies).
 func (c *Cache) Now() int64 { return c.clock.Now() }

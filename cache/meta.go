@@ -292,16 +292,23 @@ func appendUint(dst []byte, v uint64) []byte {
 	return append(dst, b[i:]...)
 }
 
-// Peek looks key up without any side effect (no access, no counters), as memcached's me does,
-// and hands the item to a like MetaGet (Now set, no token state changed).
+// Peek looks key up without any side effect, as memcached's me does: no counter, no access
+// time, fetched flag or token changes, no access recorded in tinylfu (whose only lookup, Get,
+// counts as an access, so Peek walks the shard's items instead), and an expired or flushed item
+// is a miss but stays where it is. It hands the item to a like MetaGet (Now set). Its cost
+// grows with the shard's item count: it is meant for debugging, not for a hot path.
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
-	s, h := c.lock(key)
+	s, _ := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
-	if it == nil {
-		return dst, false
+	for it := s.lru.head; it != nil; it = it.next {
+		if string(it.key()) == string(key) {
+			if s.invalidLocked(it) {
+				return dst, false
+			}
+			return a.AppendItem(dst, s.viewLocked(c, it)), true
+		}
 	}
-	return a.AppendItem(dst, s.viewLocked(c, it)), true
+	return dst, false
 }
 
 // StoredExptime returns the absolute exptime an item gets for a client exptime at time now, as
