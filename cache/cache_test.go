@@ -339,14 +339,14 @@ func TestHashCollisionReplaces(t *testing.T) {
 	h := s.hash([]byte("a"))
 	s.mu.Lock()
 	s.begin(t0, nil)
-	out, _ := s.storeLocked(c, h, Set, []byte("b"), []byte("2"), 0, 0, 0)
+	out, _, _ := s.storeLocked(c, h, Set, []byte("b"), []byte("2"), 0, 0, 0)
 	s.mu.Unlock()
 	if out != Stored {
 		t.Fatalf("colliding set: %v", out)
 	}
 	s.mu.Lock()
-	_, it := s.findLocked(h, []byte("a"))
-	_, itb := s.findLocked(h, []byte("b"))
+	_, _, it := s.findLocked(h, []byte("a"))
+	_, _, itb := s.findLocked(h, []byte("b"))
 	s.mu.Unlock()
 	if it != nil || itb == nil || string(itb.value()) != "2" {
 		t.Fatalf("after collision: a=%v b=%v", it, itb)

@@ -9,8 +9,8 @@ func (c *Cache) RejectTooLarge(mode StoreMode, key []byte) {
 	defer s.mu.Unlock()
 	s.st.StoreTooLarge++
 	if mode == Set {
-		if _, old := s.findLocked(h, key); old != nil {
-			s.killLocked(old)
+		if i, _, old := s.findLocked(h, key); old != nil {
+			s.killLocked(i)
 		}
 	}
 }

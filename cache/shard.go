@@ -4,28 +4,36 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sync"
+	"unsafe"
 
 	"github.com/dgryski/go-tinylfu"
 )
 
-// shard is one lock domain of the cache: a tinylfu index (admission and count-based eviction,
-// keyed by the key's 64-bit hash), an intrusive list of live items (byte-pressure eviction,
-// expiry sweep, rebuilds) and exact byte accounting. Invariants, with mu held between operations:
-// every live item is both linked in lru and in index; tombstones are only in index;
-// entries == live + tombs; bytes == sum of live costs <= budget.
+// shard is one lock domain of the cache: a slot table of records (the item memory), a tinylfu
+// instance that is both the index (key hash -> slot) and the admission and eviction policy, and
+// exact accounting. There is no other list or map. A deleted, expired or evicted item frees its
+// slot at once, but tinylfu has no Remove, so its entry stays behind as a stale entry pointing
+// at a free slot or at a slot reused by another key; every lookup compares the stored key, and
+// an eviction callback only drops a record whose key hashes to the evicted entry. Stale entries
+// leave with tinylfu's own evictions or with the next rebuild. Invariants, with mu held between
+// operations: every record in slots has an index entry pointing at its slot; entries == live
+// items + stale entries; used() <= budget.
 type shard struct {
 	mu sync.Mutex
 
 	// All fields below are guarded by mu.
-	index    *tinylfu.T[uint64, *item]
-	lru      list
-	bytes    int64 // key+value+ItemOverhead of live items
-	entries  int   // index entries: live items plus tombstones
-	tombs    int   // tombstones in index
-	capacity int   // index capacity (an item count)
-	writes   int   // stores since the last rebuild
-	pressure int   // byte-pressure evictions of live items since the last rebuild
-	st       Stats // counters (only the counter fields are used)
+	index    *tinylfu.T[uint64, uint32]
+	slots    []*byte  // first byte of each slot's record; nil for a free slot
+	free     []uint32 // free slots, reused last in first out
+	n        int      // live items
+	bytes    int64    // key+value+ItemOverhead of live items (the bytes statistic)
+	recBytes int64    // charge of the live records (size classes and slots)
+	entries  int      // index entries: live items plus stale entries
+	capacity int      // index capacity (an item count)
+	writes   int      // stores since the last rebuild
+	pressure int      // byte-pressure evictions since the last rebuild
+	hand     int      // next slot the eviction scan and the expiry sweep look at
+	st       Stats    // counters (only the counter fields are used)
 
 	// State of the operation in progress, set by begin.
 	now   int64
@@ -40,7 +48,7 @@ type shard struct {
 type shardConfig struct {
 	seed             maphash.Seed
 	budget           int64 // bytes per shard
-	maxItem          int64 // largest item cost
+	maxItem          int64 // largest item size (key+value+ItemOverhead)
 	maxCap           int   // largest index capacity: the budget filled with minimal items
 	disableEvictions bool
 }
@@ -57,58 +65,87 @@ func (s *shard) begin(now int64, fl *flushState) {
 
 func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) }
 
-// findLocked looks key up. slot is the index entry for the key's hash (the live item, a
-// tombstone, or a colliding key's item) or nil; it is the valid live item for key or nil. An
-// expired or flushed item found for key is turned into a tombstone and counted, as memcached's
-// do_item_get does for every command.
-func (s *shard) findLocked(h uint64, key []byte) (slot, it *item) {
-	slot, ok := s.index.Get(h)
-	if !ok {
-		return nil, nil
+// used is what the shard charges against its budget: the records and their slots, tinylfu's
+// entries and its capacity (map, sketch and doorkeeper are sized by capacity).
+func (s *shard) used() int64 {
+	return s.recBytes + int64(s.entries)*entryBytes + int64(s.capacity)*indexSlotBytes
+}
+
+func (s *shard) record(i uint32) record { return recordAt(s.slots[i]) }
+
+// findLocked looks key up. entry reports whether the index has an entry for the key's hash and
+// i is its slot; r is the live record for key, or nil. An expired or flushed record found for
+// key is dropped and counted, as memcached's do_item_get does for every command.
+func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record) {
+	i, entry = s.index.Get(h)
+	if !entry {
+		return 0, false, nil
 	}
-	if !slot.live() || !bytes.Equal(slot.key(), key) {
-		return slot, nil
+	if r = s.record(i); r == nil || !bytes.Equal(r.key(), key) {
+		return i, true, nil
 	}
 	switch {
-	case slot.expired(s.now):
+	case r.expired(s.now):
 		s.st.GetExpired++
-		s.killLocked(slot)
-		return slot, nil
-	case s.flush.flushed(slot, s.now):
+		s.killLocked(i)
+		return i, true, nil
+	case s.flush.flushed(r, s.now):
 		s.st.GetFlushed++
-		s.killLocked(slot)
-		return slot, nil
+		s.killLocked(i)
+		return i, true, nil
 	}
-	return slot, slot
+	return i, true, r
 }
 
-// touchLocked records a read access: the item is fetched, accessed now and most recently used.
-func (s *shard) touchLocked(it *item) {
-	it.state |= stFetched
-	it.atime = atime32(s.now)
-	s.lru.moveToFront(it)
+// touchLocked records a read access: the item is fetched and accessed now.
+func (s *shard) touchLocked(r record) {
+	r.setState(r.state() | stFetched)
+	r.setAtime(atime32(s.now))
 }
 
-// invalidLocked reports whether a live item is expired or flushed.
-func (s *shard) invalidLocked(it *item) bool {
-	return it.expired(s.now) || s.flush.flushed(it, s.now)
+// invalidLocked reports whether a live record is expired or flushed.
+func (s *shard) invalidLocked(r record) bool {
+	return r.expired(s.now) || s.flush.flushed(r, s.now)
 }
 
-// killLocked turns a live item into a tombstone: unlinked, uncounted, buffer dropped, but still
-// in the index so tinylfu keeps its history and can evict the entry later.
-func (s *shard) killLocked(it *item) {
-	s.lru.remove(it)
-	s.bytes -= it.cost()
-	it.buf = nil
-	it.state = 0
-	s.tombs++
+// putLocked places a new record in a free slot and accounts it; the caller indexes the slot.
+func (s *shard) putLocked(r record) uint32 {
+	var i uint32
+	if n := len(s.free); n > 0 {
+		i, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		s.slots = append(s.slots, nil)
+		i = uint32(len(s.slots) - 1)
+	}
+	s.slots[i] = unsafe.SliceData(r)
+	s.n++
+	s.bytes += r.size()
+	s.recBytes += r.charge()
+	return i
+}
+
+// replaceLocked makes slot i, which holds old, hold r instead (r may be old rewritten in place).
+func (s *shard) replaceLocked(i uint32, old, r record) {
+	s.slots[i] = unsafe.SliceData(r)
+	s.bytes += r.size() - old.size()
+	s.recBytes += r.charge() - old.charge()
+}
+
+// killLocked drops the live record in slot i and frees the slot. Its index entry stays, stale.
+func (s *shard) killLocked(i uint32) {
+	r := s.record(i)
+	s.n--
+	s.bytes -= r.size()
+	s.recBytes -= r.charge()
+	s.slots[i] = nil
+	s.free = append(s.free, i)
 }
 
 // countGoneLocked counts an item the cache drops without being asked to: a reclaim when it was
 // expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the same).
-func (s *shard) countGoneLocked(it *item) {
-	fetched := it.state&stFetched != 0
-	if s.invalidLocked(it) {
+func (s *shard) countGoneLocked(r record) {
+	fetched := r.state()&stFetched != 0
+	if s.invalidLocked(r) {
 		s.st.Reclaimed++
 		if !fetched {
 			s.st.ExpiredUnfetched++
@@ -121,114 +158,132 @@ func (s *shard) countGoneLocked(it *item) {
 	}
 }
 
-// evictLocked drops a live item to make room and counts it.
-func (s *shard) evictLocked(it *item) {
-	s.countGoneLocked(it)
-	s.killLocked(it)
+// dropLocked drops the live record in slot i without being asked to, and counts it.
+func (s *shard) dropLocked(i uint32) {
+	s.countGoneLocked(s.record(i))
+	s.killLocked(i)
 }
 
-// onEvict is tinylfu's eviction callback; it runs inside index.Add, under mu. The entry has left
-// the index: a tombstone just disappears, a live item is dropped and counted.
-func (s *shard) onEvict(_ uint64, it *item) {
+// onEvict is tinylfu's eviction callback; it runs inside index.Add, under mu. The entry has
+// left the index; if its slot still holds the record it was added for (and not a record of
+// another key that reused a stale entry's slot), that item is dropped and counted.
+func (s *shard) onEvict(h uint64, i uint32) {
 	s.entries--
-	if !it.live() {
-		s.tombs--
-		return
+	if r := s.record(i); r != nil && s.hash(r.key()) == h {
+		s.dropLocked(i)
 	}
-	s.countGoneLocked(it)
-	s.lru.remove(it)
-	s.bytes -= it.cost()
-	it.buf = nil
-	it.state = 0
 }
 
-// onReplace is tinylfu's replacement callback. The shard never adds a key that is already in the
-// index (it revives the existing entry instead), so this only keeps the accounting right should
-// that ever change.
-func (s *shard) onReplace(_ uint64, old *item) {
-	if !old.live() {
-		s.tombs--
-		return
-	}
-	s.lru.remove(old)
-	s.bytes -= old.cost()
-	old.buf = nil
-	old.state = 0
-}
+// scanWidth is how many slots the byte-pressure eviction looks at for each victim: expired or
+// flushed items among them go first, else the least recently accessed live one (memcached's
+// lru_pull_tail looks at 5 items of its tail).
+const scanWidth = 8
 
-// tailScan is how many items at the cold end makeRoomLocked checks for expired ones before it
-// evicts (memcached's lru_pull_tail looks at 5).
-const tailScan = 5
-
-// makeRoomLocked frees bytes until need more fit in the budget: first expired or flushed items
-// near the cold end, then (unless evictions are disabled) live items from the cold end. keep is
-// never removed. It reports whether the room was made.
-func (s *shard) makeRoomLocked(need int64, keep *item) bool {
-	if s.bytes+need <= s.cfg.budget {
-		return true
-	}
-	it := s.lru.tail
-	for n := 0; n < tailScan && it != nil && s.bytes+need > s.cfg.budget; n++ {
-		prev := it.prev
-		if it != keep && s.invalidLocked(it) {
-			s.reclaimLocked(it)
-		}
-		it = prev
-	}
-	if s.bytes+need <= s.cfg.budget {
-		return true
-	}
-	if s.cfg.disableEvictions {
-		return false
-	}
-	for s.bytes+need > s.cfg.budget {
-		victim := s.lru.tail
-		if victim == keep {
-			victim = victim.prev
-		}
-		if victim == nil {
+// makeRoomLocked frees records until need more bytes fit in the budget: expired or flushed
+// items first, then (unless evictions are disabled) the least recently accessed of scanWidth
+// live items under the hand. keep is never removed. It reports whether the room was made.
+//
+// This is the only eviction besides tinylfu's own: tinylfu counts items, so when the items are
+// larger than the index capacity assumed, bytes run out before the count does. The policy keeps
+// the capacity at what the budget holds (see policy.go), so this mostly absorbs the variance.
+func (s *shard) makeRoomLocked(need int64, keep record) bool {
+	for s.used()+need > s.cfg.budget {
+		victim, ok := s.sampleLocked(keep)
+		if !ok {
 			return false
 		}
-		s.evictLocked(victim)
+		r := s.record(victim)
+		if s.invalidLocked(r) {
+			s.reclaimLocked(victim)
+			continue
+		}
+		if s.cfg.disableEvictions {
+			// Only expired items may go: look at every slot once before giving up.
+			return s.reclaimAllLocked(keep) && s.used()+need <= s.cfg.budget
+		}
+		s.dropLocked(victim)
 		s.pressure++
 		s.st.ByteEvictions++
 	}
 	return true
 }
 
-// reclaimLocked drops an expired or flushed item found by a scan and counts it.
-func (s *shard) reclaimLocked(it *item) {
+// sampleLocked moves the hand over the slots until it has seen scanWidth live records other
+// than keep, and returns the slot of the first expired or flushed one, or else of the one
+// accessed longest ago; false if there is no record but keep.
+func (s *shard) sampleLocked(keep record) (uint32, bool) {
+	var best, bestAt uint32
+	seen := 0
+	for tries := 0; tries < len(s.slots) && seen < scanWidth; tries++ {
+		i := uint32(s.advanceHand())
+		r := s.record(i)
+		if r == nil || sameRecord(r, keep) {
+			continue
+		}
+		if s.invalidLocked(r) {
+			return i, true
+		}
+		if seen == 0 || r.atime() < bestAt {
+			best, bestAt = i, r.atime()
+		}
+		seen++
+	}
+	return best, seen > 0
+}
+
+// sameRecord reports whether a and b are the same record.
+func sameRecord(a, b record) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
+
+// advanceHand returns the hand's slot and moves it on, wrapping at the end of the table.
+func (s *shard) advanceHand() int {
+	if s.hand >= len(s.slots) {
+		s.hand = 0
+	}
+	i := s.hand
+	s.hand++
+	return i
+}
+
+// reclaimAllLocked drops every expired or flushed record but keep; it reports whether it
+// dropped any.
+func (s *shard) reclaimAllLocked(keep record) bool {
+	any := false
+	for i := range s.slots {
+		if r := s.record(uint32(i)); r != nil && !sameRecord(r, keep) && s.invalidLocked(r) {
+			s.reclaimLocked(uint32(i))
+			any = true
+		}
+	}
+	return any
+}
+
+// reclaimLocked drops the expired or flushed record in slot i and counts it.
+func (s *shard) reclaimLocked(i uint32) {
 	s.st.Reclaimed++
-	if it.state&stFetched == 0 {
+	if s.record(i).state()&stFetched == 0 {
 		s.st.ExpiredUnfetched++
 	}
-	s.killLocked(it)
+	s.killLocked(i)
 }
 
-// sweepPerStore is how many items each store examines for expiry, so expired memory comes back
-// within about live/sweepPerStore stores even for keys nobody asks for again.
-const sweepPerStore = 2
-
-// sweepLocked advances the expiry sweep by a bounded number of items.
-func (s *shard) sweepLocked() {
-	for range sweepPerStore {
-		it := s.lru.sweepNext()
-		if it == nil {
-			return
-		}
-		if s.invalidLocked(it) {
-			s.reclaimLocked(it)
+// sweepLocked moves the hand over up to n slots and reclaims the expired or flushed records it
+// finds; it returns the number of slots looked at.
+func (s *shard) sweepLocked(n int) int {
+	n = min(n, len(s.slots))
+	for range n {
+		i := uint32(s.advanceHand())
+		if r := s.record(i); r != nil && s.invalidLocked(r) {
+			s.reclaimLocked(i)
 		}
 	}
+	return n
 }
 
-// purgeFlushedLocked drops every flushed item (after a flush_all that takes effect at once).
+// purgeFlushedLocked drops every flushed record (after a flush_all that takes effect at once).
 func (s *shard) purgeFlushedLocked() {
-	for it := s.lru.tail; it != nil; {
-		prev := it.prev
-		if s.flush.flushed(it, s.now) {
-			s.killLocked(it)
+	for i, p := range s.slots {
+		if p != nil && s.flush.flushed(recordAt(p), s.now) {
+			s.killLocked(uint32(i))
 		}
-		it = prev
 	}
 }

@@ -37,11 +37,12 @@ type Stats struct {
 
 	// tandem-specific, not in memcached's stats.
 	Shards        uint64 // gauge: shard count
+	Used          uint64 // gauge: bytes charged against MaxBytes (records, slots and the index)
 	IndexCapacity uint64 // gauge: sum of the shards' tinylfu capacities (items)
-	IndexEntries  uint64 // gauge: tinylfu entries (live items plus tombstones)
-	Tombstones    uint64 // gauge: deleted, expired or evicted entries still remembered by tinylfu
-	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, tombstone purge)
-	ByteEvictions uint64 // evictions made by byte pressure (from the list's cold end), not by tinylfu
+	IndexEntries  uint64 // gauge: tinylfu entries (live items plus stale entries)
+	Tombstones    uint64 // gauge: stale entries: deleted, expired or evicted items still in tinylfu
+	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, stale entry purge)
+	ByteEvictions uint64 // evictions made by byte pressure (shard.go's scan), not by tinylfu
 }
 
 // StatField is one named statistic.
@@ -133,10 +134,11 @@ func (c *Cache) Stats() Stats {
 		s.mu.Lock()
 		st.addCounters(&s.st)
 		st.Bytes += uint64(s.bytes)
-		st.CurrItems += uint64(s.lru.n)
+		st.CurrItems += uint64(s.n)
+		st.Used += uint64(s.used())
 		st.IndexCapacity += uint64(s.capacity)
 		st.IndexEntries += uint64(s.entries)
-		st.Tombstones += uint64(s.tombs)
+		st.Tombstones += uint64(s.entries - s.n)
 		s.mu.Unlock()
 	}
 	return st
