@@ -82,7 +82,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	var mode, itemSize string
 	fs.IntVarP(&c.Port, "port", "p", 11211, "TCP port to listen on (0 picks a free port, logged at start)")
 	fs.StringVarP(&c.Listen, "listen", "l", "127.0.0.1", "interface address to listen on (default loopback only; 0.0.0.0 for all)")
-	fs.Int64VarP(&c.MemoryMB, "memory-limit", "m", 64, "item memory in megabytes (key+value+48 bytes per item)")
+	fs.Int64VarP(&c.MemoryMB, "memory-limit", "m", 64, "memory for items in megabytes, their index included (the process needs about 1.1x this plus 10-20 MB)")
 	fs.IntVarP(&c.MaxConns, "conn-limit", "c", 1024, "max simultaneous connections; extra ones get \"ERROR Too many open connections\"")
 	fs.IntVarP(&c.Threads, "threads", "t", runtime.GOMAXPROCS(0), "event loops (reactor threads); default GOMAXPROCS")
 	fs.StringVarP(&itemSize, "max-item-size", "I", "1m", "max item size, bytes with optional k/m suffix (key+value+48 bytes must fit)")
