@@ -130,7 +130,7 @@ func TestArithCAS(t *testing.T) {
 func TestArithNoMemory(t *testing.T) {
 	// One shard that exactly holds one item of "9999" under key "n" (its record fills a size
 	// class): growing to "10000" needs the next class.
-	budget := (minCapacity-1)*indexSlotBytes + itemCharge(1, 4)
+	budget := exactBudget(1, 1, 4)
 	c, _ := newTestCache(t, Config{MaxBytes: budget, MaxItemSize: ItemOverhead + 5, Shards: 1, DisableEvictions: true})
 	set(t, c, "n", "9999")
 	if _, out := c.Arith([]byte("n"), true, 1); out != NoMemory {

@@ -226,7 +226,7 @@ func (c *Cache) FlushAll(delay int64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.begin(now, next)
-		s.purgeFlushedLocked()
+		s.purgeLocked(nil, false)
 		s.mu.Unlock()
 	}
 }

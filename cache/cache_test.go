@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -353,5 +354,15 @@ func TestHashCollisionReplaces(t *testing.T) {
 	}
 	if st := c.Stats(); st.CurrItems != 1 || st.Bytes != uint64(2+ItemOverhead) {
 		t.Fatalf("accounting after collision: %+v", st)
+	}
+}
+
+// TestStatsFieldsAreUint64 guards addCounters, which adds Stats as an array of uint64.
+func TestStatsFieldsAreUint64(t *testing.T) {
+	st := reflect.TypeOf(Stats{})
+	for i := range st.NumField() {
+		if f := st.Field(i); f.Type.Kind() != reflect.Uint64 {
+			t.Errorf("Stats.%s is %v, want uint64", f.Name, f.Type)
+		}
 	}
 }

@@ -138,6 +138,12 @@ func itemCharge(klen, vlen int) int64 {
 	return int64(sizeClass(hdrSize+klen+vlen)) + slotBytes + entryBytes + indexSlotBytes
 }
 
+// exactBudget is the budget of one shard whose smallest index holds exactly n items of the
+// given key and value lengths.
+func exactBudget(n, klen, vlen int) int64 {
+	return int64(fitCapacity(minCapacity))*indexSlotBytes + int64(n)*(itemCharge(klen, vlen)-indexSlotBytes)
+}
+
 func TestSizeClassMatchesAllocator(t *testing.T) {
 	for n := 1; n <= 3*maxSmall; n += 1 + n/50 {
 		if got, want := sizeClass(n), cap(slices.Grow([]byte(nil), n)); got != want {

@@ -60,7 +60,7 @@ func TestMemoryBound(t *testing.T) {
 
 func TestDisableEvictions(t *testing.T) {
 	const maxBytes = 64 << 10
-	c, _ := newTestCache(t, Config{MaxBytes: maxBytes, MaxItemSize: 1024, Shards: 1, DisableEvictions: true})
+	c, _ := newTestCache(t, Config{MaxBytes: maxBytes, MaxItemSize: 16 << 10, Shards: 1, DisableEvictions: true})
 	val := make([]byte, 100)
 	var stored int
 	for i := 0; ; i++ {
@@ -80,8 +80,13 @@ func TestDisableEvictions(t *testing.T) {
 	if st.Evictions != 0 || st.CurrItems != uint64(stored) || st.StoreNoMemory != 1 || st.Bytes > maxBytes {
 		t.Fatalf("evictions %d items %d/%d no_memory %d bytes %d", st.Evictions, st.CurrItems, stored, st.StoreNoMemory, st.Bytes)
 	}
-	if st.Used+uint64(itemCharge(5, 100)) <= maxBytes {
-		t.Fatalf("NoMemory with room left: used %d", st.Used)
+	// Room for one more item, or for the index to double when it is full.
+	room := uint64(itemCharge(5, 100))
+	if st.IndexEntries == st.IndexCapacity {
+		room += st.IndexCapacity * indexSlotBytes
+	}
+	if st.Used+room <= maxBytes {
+		t.Fatalf("NoMemory with room left: used %d, capacity %d", st.Used, st.IndexCapacity)
 	}
 	// every stored item is still there: tinylfu must not evict with -M
 	for i := range stored {
@@ -94,7 +99,7 @@ func TestDisableEvictions(t *testing.T) {
 		t.Fatalf("same-size overwrite: %v", out)
 	}
 	// a larger set fails and removes the old value (memcached); a delete makes room
-	if out, _ := c.Store(Set, []byte("k1"), make([]byte, 900), 0, 0, 0); out != NoMemory {
+	if out, _ := c.Store(Set, []byte("k1"), make([]byte, maxBytes-c.Stats().Used+100), 0, 0, 0); out != NoMemory {
 		t.Fatalf("growing set: %v", out)
 	}
 	wantMiss(t, c, "k1")
@@ -119,7 +124,7 @@ func TestDisableEvictionsReclaimsExpired(t *testing.T) {
 }
 
 func TestEvictionPrefersExpired(t *testing.T) {
-	c, clk := newTestCache(t, Config{MaxBytes: minCapacity*indexSlotBytes + 10*itemCharge(2, 100), MaxItemSize: 1024, Shards: 1})
+	c, clk := newTestCache(t, Config{MaxBytes: exactBudget(10, 2, 100), MaxItemSize: 1024, Shards: 1})
 	val := make([]byte, 100)
 	for i := range 10 {
 		var exp int64

@@ -1,5 +1,10 @@
 package cache
 
+import (
+	"hash/maphash"
+	"strconv"
+)
+
 // Operations of memcached's meta protocol (mg, ms, md, ma, me) and the binary protocol's
 // CAS-checked variants, with memcached 1.6.18's semantics: stale items and win tokens
 // (invalidation with I, recache with R, vivify on miss with N), explicit CAS ids (E),
@@ -243,7 +248,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 		var tmp [20]byte
 		res.Created = true
 		var vout Outcome
-		if it, vout = s.vivifyLocked(c, h, key, appendUint(tmp[:0], opt.Initial), 0); it == nil {
+		if it, vout = s.vivifyLocked(c, h, key, strconv.AppendUint(tmp[:0], opt.Initial, 10), 0); it == nil {
 			if vout == NoMemory || vout == TooLarge {
 				return res, NoMemory
 			}
@@ -269,38 +274,24 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 	return res, Stored
 }
 
-// appendUint appends v in decimal.
-func appendUint(dst []byte, v uint64) []byte {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
-}
-
 // Peek looks key up without any side effect, as memcached's me does: no counter, no access
 // time, fetched flag or token changes, no access recorded in tinylfu (whose only lookup, Get,
 // counts as an access, so Peek walks the shard's items instead), and an expired or flushed item
-// is a miss but stays where it is. It hands the item to a like MetaGet (Now set). Its cost
-// grows with the shard's item count: it is meant for debugging, not for a hot path.
+// is a miss but stays where it is. It hands the item to a like MetaGet (Now set). It reads the
+// shard's records, a bounded number per lock hold, so its cost grows with the shard: it is meant
+// for debugging, not for a hot path.
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
-	s, _ := c.lock(key)
-	defer s.mu.Unlock()
-	for _, p := range s.slots {
-		if r := recordAt(p); r != nil && string(r.key()) == string(key) {
-			if s.invalidLocked(r) {
-				return dst, false
+	h := maphash.Bytes(c.seed, key)
+	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}
+	hit := false
+	for !cur.done && !hit {
+		cur, _ = c.walk(cur, walkLockHold, func(s *shard, _ int, _ uint32, r record) {
+			if !hit && string(r.key()) == string(key) && !s.invalidLocked(r) {
+				dst, hit = a.AppendItem(dst, s.viewLocked(c, r)), true
 			}
-			return a.AppendItem(dst, s.viewLocked(c, r)), true
-		}
+		})
 	}
-	return dst, false
+	return dst, hit
 }
 
 // StoredExptime returns the absolute exptime an item gets for a client exptime at time now, as

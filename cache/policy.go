@@ -17,7 +17,7 @@ import "github.com/dgryski/go-tinylfu"
 // 2x at a time (1.5x-3x from a capacity the budget set), so an early skew cannot over-allocate.
 const (
 	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
-	initialCapacity = 896 // 7 x 2^7: start small, grow
+	initialCapacity = 224 // 7 x 2^5: start small, grow
 	// samplesPerEntry is tinylfu's sample size (Gets between counter halvings) per capacity
 	// slot. The TinyLFU paper uses 8-16; 7 x 2^k slots at 7 samples each fill the doorkeeper's
 	// power-of-two bit vector to 92% at its 1% false-positive rate, where 10 would double it.
@@ -27,8 +27,8 @@ const (
 
 	// What each part of the index costs, charged against the budget (measured with
 	// runtime.MemStats on go-tinylfu v0.1.0, T[uint64, uint32] at 7 samples per slot: 38.9 bytes
-	// per capacity slot for the presized map, the sketch and the doorkeeper; 74.5 bytes per entry
-	// for its list element and entry struct).
+	// per slot of fitCapacity for the presized map, the sketch and the doorkeeper; 74.5 bytes
+	// per entry for its list element and entry struct).
 	indexSlotBytes = 40
 	entryBytes     = 75
 	slotBytes      = 8 // a slot table pointer per record
@@ -63,7 +63,8 @@ func (s *shard) newIndexLocked(capacity int) {
 var minItemCharge = int64(sizeClass(hdrSize+1)) + slotBytes + entryBytes + indexSlotBytes
 
 // targetCapacity is the item count that fills fillNum/fillDen of the budget at the mean cost of
-// the live items plus, if extra > 0, one more record charging extra.
+// the live items plus, if extra > 0, one more record charging extra. The index slots are
+// charged at fitCapacity, which is what the index allocates for any capacity up to it.
 func (s *shard) targetCapacity(extra int64) int {
 	n, b := int64(s.n), s.recBytes
 	if extra > 0 {
@@ -72,8 +73,9 @@ func (s *shard) targetCapacity(extra int64) int {
 	if n == 0 {
 		return s.capacity
 	}
-	mean := b/n + entryBytes + indexSlotBytes
-	t := s.cfg.budget / fillDen * fillNum / mean
+	room, per := s.cfg.budget/fillDen*fillNum, b/n+entryBytes
+	t := room / (per + indexSlotBytes)
+	t = (room - int64(fitCapacity(int(t)))*indexSlotBytes) / per
 	return int(min(max(t, minCapacity), int64(s.cfg.maxCap)))
 }
 
@@ -96,7 +98,7 @@ func (s *shard) beforeInsertLocked(charge int64) bool {
 		switch {
 		case stale >= c/4:
 			s.rebuildLocked(c)
-		case grow > c && s.used()+int64(grow-c)*indexSlotBytes+charge+entryBytes <= s.cfg.budget:
+		case grow > c && s.used()+int64(fitCapacity(grow)-fitCapacity(c))*indexSlotBytes+charge+entryBytes <= s.cfg.budget:
 			s.rebuildLocked(grow)
 		case stale > 0:
 			s.rebuildLocked(c)

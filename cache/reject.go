@@ -7,6 +7,11 @@ package cache
 func (c *Cache) RejectTooLarge(mode StoreMode, key []byte) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
+	s.rejectTooLargeLocked(mode, h, key)
+}
+
+// rejectTooLargeLocked implements RejectTooLarge under s.mu.
+func (s *shard) rejectTooLargeLocked(mode StoreMode, h uint64, key []byte) {
 	s.st.StoreTooLarge++
 	if mode == Set {
 		if i, _, old := s.findLocked(h, key); old != nil {

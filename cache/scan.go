@@ -111,7 +111,7 @@ func (c *Cache) Maintain(maxSlots int) int {
 	reclaimed := 0
 	reclaim := func(s *shard, _ int, i uint32, r record) {
 		if s.invalidLocked(r) {
-			s.reclaimLocked(i)
+			s.dropLocked(i)
 			reclaimed++
 		}
 	}

@@ -68,7 +68,7 @@ func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) 
 // used is what the shard charges against its budget: the records and their slots, tinylfu's
 // entries and its capacity (map, sketch and doorkeeper are sized by capacity).
 func (s *shard) used() int64 {
-	return s.recBytes + int64(s.entries)*entryBytes + int64(s.capacity)*indexSlotBytes
+	return s.recBytes + int64(s.entries)*entryBytes + int64(fitCapacity(s.capacity))*indexSlotBytes
 }
 
 func (s *shard) record(i uint32) record { return recordAt(s.slots[i]) }
@@ -141,26 +141,18 @@ func (s *shard) killLocked(i uint32) {
 	s.free = append(s.free, i)
 }
 
-// countGoneLocked counts an item the cache drops without being asked to: a reclaim when it was
-// expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the same).
-func (s *shard) countGoneLocked(r record) {
-	fetched := r.state()&stFetched != 0
+// dropLocked drops the record in slot i without being asked to and counts it: a reclaim when it
+// was expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the same).
+func (s *shard) dropLocked(i uint32) {
+	r := s.record(i)
+	unfetched := uint64(^r.state() & stFetched) // stFetched is bit 0
 	if s.invalidLocked(r) {
 		s.st.Reclaimed++
-		if !fetched {
-			s.st.ExpiredUnfetched++
-		}
-		return
+		s.st.ExpiredUnfetched += unfetched
+	} else {
+		s.st.Evictions++
+		s.st.EvictedUnfetched += unfetched
 	}
-	s.st.Evictions++
-	if !fetched {
-		s.st.EvictedUnfetched++
-	}
-}
-
-// dropLocked drops the live record in slot i without being asked to, and counts it.
-func (s *shard) dropLocked(i uint32) {
-	s.countGoneLocked(s.record(i))
 	s.killLocked(i)
 }
 
@@ -189,21 +181,18 @@ const scanWidth = 8
 func (s *shard) makeRoomLocked(need int64, keep record) bool {
 	for s.used()+need > s.cfg.budget {
 		victim, ok := s.sampleLocked(keep)
-		if !ok {
+		switch {
+		case !ok:
 			return false
-		}
-		r := s.record(victim)
-		if s.invalidLocked(r) {
-			s.reclaimLocked(victim)
-			continue
-		}
-		if s.cfg.disableEvictions {
-			// Only expired items may go: look at every slot once before giving up.
-			return s.reclaimAllLocked(keep) && s.used()+need <= s.cfg.budget
+		case s.cfg.disableEvictions && !s.invalidLocked(s.record(victim)):
+			// Only expired items may go: drop them all, then give up if that is not enough.
+			s.purgeLocked(keep, true)
+			return s.used()+need <= s.cfg.budget
+		case !s.invalidLocked(s.record(victim)):
+			s.pressure++
+			s.st.ByteEvictions++
 		}
 		s.dropLocked(victim)
-		s.pressure++
-		s.st.ByteEvictions++
 	}
 	return true
 }
@@ -239,51 +228,31 @@ func (s *shard) advanceHand() int {
 	if s.hand >= len(s.slots) {
 		s.hand = 0
 	}
-	i := s.hand
 	s.hand++
-	return i
+	return s.hand - 1
 }
 
-// reclaimAllLocked drops every expired or flushed record but keep; it reports whether it
-// dropped any.
-func (s *shard) reclaimAllLocked(keep record) bool {
-	any := false
-	for i := range s.slots {
-		if r := s.record(uint32(i)); r != nil && !sameRecord(r, keep) && s.invalidLocked(r) {
-			s.reclaimLocked(uint32(i))
-			any = true
+// purgeLocked drops every expired or flushed record but keep, counted as reclaims when count
+// is set (an immediate flush_all frees its items uncounted).
+func (s *shard) purgeLocked(keep record, count bool) {
+	for i, p := range s.slots {
+		if r := recordAt(p); r != nil && !sameRecord(r, keep) && s.invalidLocked(r) {
+			if count {
+				s.dropLocked(uint32(i))
+			} else {
+				s.killLocked(uint32(i))
+			}
 		}
 	}
-	return any
-}
-
-// reclaimLocked drops the expired or flushed record in slot i and counts it.
-func (s *shard) reclaimLocked(i uint32) {
-	s.st.Reclaimed++
-	if s.record(i).state()&stFetched == 0 {
-		s.st.ExpiredUnfetched++
-	}
-	s.killLocked(i)
 }
 
 // sweepLocked moves the hand over up to n slots and reclaims the expired or flushed records it
-// finds; it returns the number of slots looked at.
-func (s *shard) sweepLocked(n int) int {
-	n = min(n, len(s.slots))
-	for range n {
+// finds.
+func (s *shard) sweepLocked(n int) {
+	for range min(n, len(s.slots)) {
 		i := uint32(s.advanceHand())
 		if r := s.record(i); r != nil && s.invalidLocked(r) {
-			s.reclaimLocked(i)
-		}
-	}
-	return n
-}
-
-// purgeFlushedLocked drops every flushed record (after a flush_all that takes effect at once).
-func (s *shard) purgeFlushedLocked() {
-	for i, p := range s.slots {
-		if p != nil && s.flush.flushed(recordAt(p), s.now) {
-			s.killLocked(uint32(i))
+			s.dropLocked(i)
 		}
 	}
 }

@@ -5,14 +5,8 @@ package cache
 func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64, record) {
 	size := int64(len(key)+len(value)) + ItemOverhead
 	if size > s.cfg.maxItem || len(key) > MaxKeyLen {
-		// memcached fails the allocation before reading the data: cmd_set is not counted,
-		// and a set must not leave the old value visible.
-		s.st.StoreTooLarge++
-		if mode == Set {
-			if i, _, old := s.findLocked(h, key); old != nil {
-				s.killLocked(i)
-			}
-		}
+		// memcached fails the allocation before reading the data: cmd_set is not counted.
+		s.rejectTooLargeLocked(mode, h, key)
 		return TooLarge, 0, nil
 	}
 	i, entry, old := s.findLocked(h, key)
