@@ -102,7 +102,7 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 	if opt.Touch {
 		r.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	}
-	view := baseView(c, r)
+	view := s.viewLocked(c, r)
 	s.touchLocked(r)
 	return a.AppendItem(dst, view), true
 }
@@ -110,46 +110,34 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 // countLookupLocked counts one key looked up by a get (cmd_get, get_hits or
 // get_misses) or by a touching get (cmd_touch, touch_hits or touch_misses).
 func (s *shard) countLookupLocked(touch, hit bool) {
-	switch {
-	case touch && hit:
-		s.st.CmdTouch++
-		s.st.TouchHits++
-	case touch:
-		s.st.CmdTouch++
-		s.st.TouchMisses++
-	case hit:
-		s.st.CmdGet++
-		s.st.GetHits++
-	default:
-		s.st.CmdGet++
-		s.st.GetMisses++
+	cmd, hits, misses := &s.st.CmdGet, &s.st.GetHits, &s.st.GetMisses
+	if touch {
+		cmd, hits, misses = &s.st.CmdTouch, &s.st.TouchHits, &s.st.TouchMisses
+	}
+	*cmd++
+	if hit {
+		*hits++
+	} else {
+		*misses++
 	}
 }
 
-// baseView is the view of r that classic gets hand to an Appender; call
-// with its shard locked.
-func baseView(c *Cache, r record) Item {
+// viewLocked is the view of r handed to an Appender.
+func (s *shard) viewLocked(c *Cache, r record) Item {
 	st := r.state()
 	return Item{
-		Key:        r.key(),
-		Value:      r.value(),
-		Flags:      r.flags(),
-		CAS:        c.visibleCAS(r.cas()),
-		Exptime:    int64(r.exptime()),
-		LastAccess: int64(r.atime()),
-		Fetched:    st&stFetched != 0,
+		Key:           r.key(),
+		Value:         r.value(),
+		Flags:         r.flags(),
+		CAS:           c.visibleCAS(r.cas()),
+		Exptime:       int64(r.exptime()),
+		LastAccess:    int64(r.atime()),
+		Fetched:       st&stFetched != 0,
+		Stale:         st&stStale != 0,
+		WinSentBefore: st&stTokenSent != 0,
+		KeyBinary:     st&stKeyBinary != 0,
+		Now:           s.now,
 	}
-}
-
-// viewLocked is baseView plus the meta protocol's state.
-func (s *shard) viewLocked(c *Cache, r record) Item {
-	v := baseView(c, r)
-	st := r.state()
-	v.Stale = st&stStale != 0
-	v.WinSentBefore = st&stTokenSent != 0
-	v.KeyBinary = st&stKeyBinary != 0
-	v.Now = s.now
-	return v
 }
 
 // Store performs a storage command. value is copied (the caller's slice may alias a network

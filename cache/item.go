@@ -79,20 +79,11 @@ func recordAt(p *byte) record {
 	return unsafe.Slice(p, hdrSize+int(le.Uint16(h[offKlen:]))+int(le.Uint32(h[offVlen:])))
 }
 
-// newRecord allocates a record for the given key and value lengths, at its size class.
-func newRecord(klen, vlen int) record {
-	n := hdrSize + klen + vlen
-	r := record(make([]byte, sizeClass(n))[:n])
-	le.PutUint16(r[offKlen:], uint16(klen))
-	le.PutUint32(r[offVlen:], uint32(vlen))
-	return r
-}
-
 // build returns the record holding key and the new value: value itself, or for Append and
 // Prepend old's value with value added after or before it (old must hold the same key then).
 // old is rewritten in place when the result has old's size class (readers only see records
-// under the shard lock, so that is safe), else a new record is allocated; the header fields
-// other than the lengths are the caller's to set.
+// under the shard lock, so that is safe), else a new record is allocated at its size class; the
+// header fields other than the lengths are the caller's to set.
 func build(old record, key []byte, mode StoreMode, value []byte) record {
 	var prev []byte
 	if mode == Append || mode == Prepend {
@@ -103,26 +94,20 @@ func build(old record, key []byte, mode StoreMode, value []byte) record {
 	var r record
 	if old != nil && sizeClass(size) == sizeClass(len(old)) {
 		r = unsafe.Slice(unsafe.SliceData(old), size)
-		le.PutUint32(r[offVlen:], uint32(n))
-		switch mode {
-		case Append:
-			copy(r[hdrSize+k+len(prev):], value)
-		case Prepend:
-			copy(r[hdrSize+k+len(value):], prev) // overlapping move to the right
-			copy(r[hdrSize+k:], value)
-		default:
-			copy(r[hdrSize+k:], value)
-		}
-		return r
+	} else {
+		r = record(make([]byte, sizeClass(size))[:size])
+		copy(r[hdrSize:], key)
 	}
-	r = newRecord(k, n)
-	copy(r[hdrSize:], key)
+	le.PutUint16(r[offKlen:], uint16(k))
+	le.PutUint32(r[offVlen:], uint32(n))
 	v := r[hdrSize+k:]
 	switch mode {
 	case Append:
-		copy(v[copy(v, prev):], value)
+		copy(v, prev) // in place: prev is already there
+		copy(v[len(prev):], value)
 	case Prepend:
-		copy(v[copy(v, value):], prev)
+		copy(v[len(value):], prev) // in place: an overlapping move to the right
+		copy(v, value)
 	default:
 		copy(v, value)
 	}
@@ -140,10 +125,10 @@ type Item struct {
 	LastAccess int64  // unix seconds of the previous access
 	Fetched    bool   // fetched before this access
 
-	// Meta-protocol state, set by MetaGet only (see meta.go): Stale is the item invalidated (X),
-	// Win that this access won the recache token (W), WinSentBefore that a token had already been
-	// handed out (Z), Created that the access vivified the item, KeyBinary that it was stored
-	// with a base64 key. Now is the cache time of the access, for relative TTLs.
+	// Meta-protocol state (see meta.go): Stale is the item invalidated (X), Win that this access
+	// won the recache token (W; set by MetaGet only), WinSentBefore that a token had already been
+	// handed out (Z), Created that the access vivified the item (MetaGet only), KeyBinary that it
+	// was stored with a base64 key. Now is the cache time of the access, for relative TTLs.
 	Stale, Win, WinSentBefore bool
 	Created, KeyBinary        bool
 	Now                       int64

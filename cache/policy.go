@@ -2,19 +2,12 @@ package cache
 
 import "github.com/dgryski/go-tinylfu"
 
-// Sizing of each shard's tinylfu. Its capacity is an item count while the budget is in bytes, so
-// the capacity follows the byte budget divided by the mean cost of an item (its record, slot,
-// tinylfu entry and index slot): then tinylfu's admission and eviction decide what stays, and
-// byte-pressure evictions (shard.go) only absorb the variance. tinylfu has no resize, so a change
-// of capacity rebuilds the index from the slot table. Between two rebuilds there are at least a
-// fifth of the capacity in new entries or stores (except with evictions disabled and a budget
-// full of minimal items), so the O(capacity) rebuild cost is amortized O(1) per store.
-//
-// What an index costs depends on its capacity, not on what it holds: tinylfu.New presizes a Go
-// map for it and sizes its sketch and doorkeeper from it, each rounded up to a power of two.
-// While the budget has room (the index grows rather than evicts), capacities are therefore
-// 7 x 2^k (see fitCapacity), the sizes at which none of the three wastes the rounding, and grow
-// 2x at a time (1.5x-3x from a capacity the budget set), so an early skew cannot over-allocate.
+// Sizing of each shard's tinylfu, whose capacity is an item count: it follows the budget divided
+// by the mean cost of an item, and tinylfu has no resize, so a change rebuilds the index from the
+// slot table. Between two rebuilds there are at least a fifth of the capacity in new entries or
+// stores (except with evictions disabled and a budget full of minimal items), so the rebuild
+// cost is amortized O(1) per store. An index costs what its capacity rounded up to 7 x 2^k costs
+// (see fitCapacity), so while the budget has room the index grows 2x at a time to such sizes.
 const (
 	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
 	initialCapacity = 224 // 7 x 2^5: start small, grow

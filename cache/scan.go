@@ -99,34 +99,23 @@ func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, i
 	return cur, looked
 }
 
-// Maintain advances the background expiry sweep: it looks at up to maxSlots slots, continuing
-// where the previous call stopped and starting over after the last shard (but at each
-// shard at most once per call), and reclaims every expired or flushed item it finds, as
-// memcached's LRU crawler does. It returns the number of items reclaimed. The cache starts no
-// goroutine for it: its owner calls Maintain periodically (cmd/tandem does, from a ticker).
-// Safe for concurrent use; concurrent calls share one cursor.
+// Maintain advances the background expiry sweep: it looks at up to maxSlots slots from where
+// the previous call stopped (the call after the last shard starts over) and reclaims every
+// expired or flushed item it finds, as memcached's LRU crawler does. It returns the number of
+// items reclaimed. The cache starts no goroutine for it: its owner calls Maintain periodically
+// (cmd/tandem does, from a ticker). Safe for concurrent use; concurrent calls share one cursor.
 func (c *Cache) Maintain(maxSlots int) int {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()
 	reclaimed := 0
-	reclaim := func(s *shard, _ int, i uint32, r record) {
+	c.sweep, _ = c.walk(c.sweep, maxSlots, func(s *shard, _ int, i uint32, r record) {
 		if s.invalidLocked(r) {
 			s.dropLocked(i)
 			reclaimed++
 		}
+	})
+	if c.sweep.done {
+		c.sweep = Cursor{}
 	}
-	cur, restarted := c.sweep, false
-	for maxSlots > 0 {
-		if cur.done {
-			if restarted {
-				break
-			}
-			cur, restarted = Cursor{}, true
-		}
-		var looked int
-		cur, looked = c.walk(cur, maxSlots, reclaim)
-		maxSlots -= looked
-	}
-	c.sweep = cur
 	return reclaimed
 }

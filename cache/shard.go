@@ -9,13 +9,9 @@ import (
 	"github.com/dgryski/go-tinylfu"
 )
 
-// shard is one lock domain of the cache: a slot table of records (the item memory), a tinylfu
-// instance that is both the index (key hash -> slot) and the admission and eviction policy, and
-// exact accounting. There is no other list or map. A deleted, expired or evicted item frees its
-// slot at once, but tinylfu has no Remove, so its entry stays behind as a stale entry pointing
-// at a free slot or at a slot reused by another key; every lookup compares the stored key, and
-// an eviction callback only drops a record whose key hashes to the evicted entry. Stale entries
-// leave with tinylfu's own evictions or with the next rebuild. Invariants, with mu held between
+// shard is one lock domain of the cache (see the package comment). A stale index entry points
+// at a free slot or at a slot another key reused: lookups compare the stored key, and onEvict
+// only drops a record whose key hashes to the evicted entry. Invariants, with mu held between
 // operations: every record in slots has an index entry pointing at its slot; entries == live
 // items + stale entries; used() <= budget.
 type shard struct {

@@ -91,11 +91,15 @@ func (s *Stats) AppendFields(dst []StatField) []StatField {
 	)
 }
 
+// array views s as its uint64 fields, in order.
+func (s *Stats) array() *[unsafe.Sizeof(Stats{}) / 8]uint64 {
+	return (*[unsafe.Sizeof(Stats{}) / 8]uint64)(unsafe.Pointer(s))
+}
+
 // addCounters adds o's fields to s. Every field of Stats is a uint64, and the gauges are zero
 // in the shards' Stats (only the aggregate sets them), so all of them are added.
 func (s *Stats) addCounters(o *Stats) {
-	const n = unsafe.Sizeof(Stats{}) / 8
-	dst, src := (*[n]uint64)(unsafe.Pointer(s)), (*[n]uint64)(unsafe.Pointer(o))
+	dst, src := s.array(), o.array()
 	for i := range dst {
 		dst[i] += src[i]
 	}

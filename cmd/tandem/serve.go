@@ -39,7 +39,7 @@ func serve(cfg *Config) int {
 
 	// A clock refreshed once a second, like memcached's current_time: reading
 	// the system clock on every request costs a measurable part of a hit.
-	clock := cache.NewCoarseClock()
+	clock := newCoarseClock()
 	c, err := cache.New(cache.Config{
 		MaxBytes:         cfg.MemoryMB << 20,
 		MaxItemSize:      cfg.MaxItemSize,
@@ -51,8 +51,8 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the cache")
 		return 2
 	}
-	clock.Start()
-	defer clock.Stop()
+	clock.start()
+	defer clock.stop()
 	stopSweep := sweepExpired(c)
 	defer stopSweep()
 
