@@ -57,10 +57,6 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// Now returns the cache clock's current unix time, the time Item.Exptime and Item.LastAccess
-// are relative to (for meta-protocol TTL and last-access replies).
-func (c *Cache) Now() int64 { return c.clock.Now() }
-
 // lock hashes key, locks its shard and prepares it for one operation.
 func (c *Cache) lock(key []byte) (*shard, uint64) {
 	h := maphash.Bytes(c.seed, key)
