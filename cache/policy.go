@@ -87,11 +87,9 @@ func (s *shard) beforeInsertLocked(charge int64) bool {
 	stale := s.entries - s.n
 	switch {
 	case s.cfg.disableEvictions:
-		grow := min(2*c, s.cfg.maxCap)
+		grow, room := min(2*c, s.cfg.maxCap), s.cfg.budget-s.used()-charge-entryBytes
 		switch {
-		case stale >= c/4:
-			s.rebuildLocked(c)
-		case grow > c && s.used()+int64(fitCapacity(grow)-fitCapacity(c))*indexSlotBytes+charge+entryBytes <= s.cfg.budget:
+		case stale < c/4 && grow > c && int64(fitCapacity(grow)-fitCapacity(c))*indexSlotBytes <= room:
 			s.rebuildLocked(grow)
 		case stale > 0:
 			s.rebuildLocked(c)
