@@ -47,7 +47,7 @@ func (s *shard) newIndexLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
 	s.index = tinylfu.New[uint64, uint32](capacity, samplesPerEntry*capacity, identity,
 		tinylfu.OnEvict[uint64, uint32](s.onEvict))
-	s.capacity = capacity
+	s.capacity, s.indexBytes = capacity, int64(fitCapacity(capacity))*indexSlotBytes
 	s.entries, s.writes, s.pressure = 0, 0, 0
 }
 

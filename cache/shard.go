@@ -18,18 +18,19 @@ type shard struct {
 	mu sync.Mutex
 
 	// All fields below are guarded by mu.
-	index    *tinylfu.T[uint64, uint32]
-	slots    []*byte  // first byte of each slot's record; nil for a free slot
-	free     []uint32 // free slots, reused last in first out
-	n        int      // live items
-	bytes    int64    // key+value+ItemOverhead of live items (the bytes statistic)
-	recBytes int64    // charge of the live records (size classes and slots)
-	entries  int      // index entries: live items plus stale entries
-	capacity int      // index capacity (an item count)
-	writes   int      // stores since the last rebuild
-	pressure int      // byte-pressure evictions since the last rebuild
-	hand     int      // next slot the eviction scan and the expiry sweep look at
-	st       Stats    // counters (only the counter fields are used)
+	index      *tinylfu.T[uint64, uint32]
+	slots      []*byte  // first byte of each slot's record; nil for a free slot
+	free       []uint32 // free slots, reused last in first out
+	n          int      // live items
+	bytes      int64    // key+value+ItemOverhead of live items (the bytes statistic)
+	recBytes   int64    // charge of the live records (size classes and slots)
+	entries    int      // index entries: live items plus stale entries
+	capacity   int      // index capacity (an item count)
+	indexBytes int64    // what the index's capacity costs: fitCapacity(capacity) slots
+	writes     int      // stores since the last rebuild
+	pressure   int      // byte-pressure evictions since the last rebuild
+	hand       int      // next slot the eviction scan and the expiry sweep look at
+	st         Stats    // counters (only the counter fields are used)
 
 	// State of the operation in progress, set by begin.
 	now   int64
@@ -64,7 +65,7 @@ func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) 
 // used is what the shard charges against its budget: the records and their slots, tinylfu's
 // entries and its capacity (map, sketch and doorkeeper are sized by capacity).
 func (s *shard) used() int64 {
-	return s.recBytes + int64(s.entries)*entryBytes + int64(fitCapacity(s.capacity))*indexSlotBytes
+	return s.recBytes + int64(s.entries)*entryBytes + s.indexBytes
 }
 
 func (s *shard) record(i uint32) record { return recordAt(s.slots[i]) }
