@@ -56,9 +56,9 @@
 // # Time and expiry
 //
 // Expiry and flush_all use whole unix seconds from Config.Clock (tests inject a fake clock and
-// never sleep). An access that finds an expired item reclaims it; every store sweeps two slots;
-// Maintain sweeps a bounded number of slots per call, as memcached's LRU crawler does, so
-// expired items go without traffic.
+// never sleep). An access that finds an expired item reclaims it, so does a store that needs
+// room and finds one under the hand; Maintain sweeps a bounded number of slots per call, as
+// memcached's LRU crawler does, so expired items go without traffic.
 //
 // # Locks and bytes
 //

@@ -127,6 +127,7 @@ func TestSweepReclaimsExpired(t *testing.T) {
 	for i := range 100 {
 		c.Store(Set, []byte{'n', byte(i)}, []byte("v"), 0, 0, 0)
 	}
+	c.Maintain(1000)
 	st := c.Stats()
 	if st.CurrItems != 100 || st.Reclaimed != 100 || st.ExpiredUnfetched != 100 {
 		t.Fatalf("after sweep: curr_items %d reclaimed %d expired_unfetched %d, want 100 each",

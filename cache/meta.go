@@ -44,7 +44,7 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 		it, _ = s.vivifyLocked(c, h, key, nil, opt.NewCAS)
 		created = it != nil
 		if created {
-			defer s.maintainLocked() // after the item's last use: it may sweep or rebuild
+			defer s.maintainLocked() // after the item's last use: it may rebuild the index
 			if opt.KeyBinary {
 				it.setState(it.state() | stKeyBinary)
 			}
@@ -254,7 +254,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 			}
 			return res, NotStored
 		}
-		defer s.maintainLocked() // after the item's last use: it may sweep or rebuild
+		defer s.maintainLocked() // after the item's last use: it may rebuild the index
 		res.Value = opt.Initial
 	default:
 		return res, out

@@ -111,17 +111,12 @@ func (s *shard) beforeInsertLocked(charge int64) bool {
 	return true
 }
 
-// sweepPerStore is how many slots each store sweeps for expired items, so expired memory comes
-// back within about slots/sweepPerStore stores even without Maintain.
-const sweepPerStore = 2
-
-// maintainLocked runs after every store: it advances the expiry sweep and, when byte-pressure
-// evictions keep happening (an eighth of the capacity since the last rebuild) while the index
-// holds over 3% more items than the budget fits at the current mean cost, shrinks the index so
-// that tinylfu, not byte pressure, does the evicting again.
+// maintainLocked runs after every store: when byte-pressure evictions keep happening (an eighth
+// of the capacity since the last rebuild) while the index holds over 3% more items than the
+// budget fits at the current mean cost, it shrinks the index so that tinylfu, not byte pressure,
+// does the evicting again.
 func (s *shard) maintainLocked() {
 	s.writes++
-	s.sweepLocked(sweepPerStore)
 	c := s.capacity
 	if s.pressure < c/8 || s.writes < c/4 {
 		return

@@ -29,7 +29,7 @@ type shard struct {
 	indexBytes int64    // what the index's capacity costs: fitCapacity(capacity) slots
 	writes     int      // stores since the last rebuild
 	pressure   int      // byte-pressure evictions since the last rebuild
-	hand       int      // next slot the eviction scan and the expiry sweep look at
+	hand       int      // next slot the byte-pressure eviction scan looks at
 	st         Stats    // counters (only the counter fields are used)
 
 	// State of the operation in progress, set by begin.
@@ -243,13 +243,3 @@ func (s *shard) purgeLocked(keep record, count bool) {
 	}
 }
 
-// sweepLocked moves the hand over up to n slots and reclaims the expired or flushed records it
-// finds.
-func (s *shard) sweepLocked(n int) {
-	for range min(n, len(s.slots)) {
-		i := uint32(s.advanceHand())
-		if r := s.record(i); r != nil && s.invalidLocked(r) {
-			s.dropLocked(i)
-		}
-	}
-}
