@@ -242,4 +242,3 @@ func (s *shard) purgeLocked(keep record, count bool) {
 		}
 	}
 }
-
