@@ -21,29 +21,31 @@ func (c *Cache) Arith(key []byte, incr bool, delta uint64) (uint64, Outcome) {
 func (c *Cache) ArithCAS(key []byte, incr bool, delta, cas uint64) (value, newCAS uint64, out Outcome) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	return s.arithLocked(c, h, key, incr, delta, cas)
+	value, newCAS, out, _ = s.arithLocked(c, h, key, incr, delta, cas)
+	return value, newCAS, out
 }
 
-func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, cas uint64) (uint64, uint64, Outcome) {
-	_, it := s.findLocked(h, key)
-	if it == nil {
+// arithLocked implements ArithCAS under s.mu and also returns the changed record when Stored.
+func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, cas uint64) (uint64, uint64, Outcome, record) {
+	i, _, r := s.findLocked(h, key)
+	if r == nil {
 		if incr {
 			s.st.IncrMisses++
 		} else {
 			s.st.DecrMisses++
 		}
-		return 0, 0, NotFound
+		return 0, 0, NotFound, nil
 	}
-	val := it.value()
+	val := r.value()
 	if len(val) == 0 {
-		return 0, 0, NonNumeric
+		return 0, 0, NonNumeric, nil
 	}
-	if cas != 0 && c.visibleCAS(it.cas) != cas {
-		return 0, 0, Exists
+	if cas != 0 && c.visibleCAS(r.cas()) != cas {
+		return 0, 0, Exists, nil
 	}
 	n, ok := parseUint(val)
 	if !ok {
-		return 0, 0, NonNumeric
+		return 0, 0, NonNumeric, nil
 	}
 	if incr {
 		n += delta
@@ -60,18 +62,23 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 			val[i] = ' '
 		}
 	} else {
-		need := int64(len(digits) - len(val))
-		if it.cost()+need > s.cfg.maxItem || !s.makeRoomLocked(need, it) {
-			return 0, 0, NoMemory
+		grown := len(r) + len(digits) - len(val)
+		need := int64(sizeClass(grown) - sizeClass(len(r)))
+		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem || !s.makeRoomLocked(need, r) {
+			return 0, 0, NoMemory, nil
 		}
-		it.fill(key, Set, digits)
-		s.bytes += need
+		nr := build(r, key, Set, digits)
+		if !sameRecord(nr, r) {
+			copy(nr[:offVlen], r[:offVlen]) // cas, exptime, atime and flags
+			nr.setState(r.state())
+		}
+		s.replaceLocked(i, r, nr)
+		r = nr
 		s.st.TotalItems++ // memcached links a new item here
 	}
-	it.cas = c.nextCAS()
-	it.atime = atime32(s.now)
-	s.lru.moveToFront(it)
-	return n, c.visibleCAS(it.cas), Stored
+	r.setCAS(c.nextCAS())
+	r.setAtime(atime32(s.now))
+	return n, c.visibleCAS(r.cas()), Stored, r
 }
 
 // parseUint reads a value the way memcached's safe_strtoull reads it with strtoull: optional

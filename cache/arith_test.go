@@ -128,14 +128,16 @@ func TestArithCAS(t *testing.T) {
 }
 
 func TestArithNoMemory(t *testing.T) {
-	// One shard that exactly holds one item of "9" under key "n": growing to "10" needs a byte.
-	c, _ := newTestCache(t, Config{MaxBytes: ItemOverhead + 2, MaxItemSize: ItemOverhead + 2, DisableEvictions: true})
-	set(t, c, "n", "9")
+	// One shard that exactly holds one item of "9999" under key "n" (its record fills a size
+	// class): growing to "10000" needs the next class.
+	budget := exactBudget(1, 1, 4)
+	c, _ := newTestCache(t, Config{MaxBytes: budget, MaxItemSize: ItemOverhead + 5, Shards: 1, DisableEvictions: true})
+	set(t, c, "n", "9999")
 	if _, out := c.Arith([]byte("n"), true, 1); out != NoMemory {
 		t.Fatalf("incr past the budget: %v, want NoMemory", out)
 	}
-	wantValue(t, c, "n", "9")
-	if v, out := c.Arith([]byte("n"), false, 1); v != 8 || out != Stored {
+	wantValue(t, c, "n", "9999")
+	if v, out := c.Arith([]byte("n"), false, 1); v != 9998 || out != Stored {
 		t.Fatalf("decr in place: %d %v", v, out)
 	}
 }

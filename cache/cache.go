@@ -14,7 +14,7 @@ type Cache struct {
 	shift      uint // shard index = hash >> shift (the high bits; tinylfu uses the low ones)
 	seed       maphash.Seed
 	clock      Clock
-	limit      int64
+	limit      int64 // Config.MaxBytes
 	disableCAS bool
 	scfg       shardConfig
 
@@ -22,6 +22,9 @@ type Cache struct {
 	flush    atomic.Pointer[flushState] // nil until the first flush_all
 	flushMu  sync.Mutex                 // serializes FlushAll
 	cmdFlush atomic.Uint64
+
+	sweepMu sync.Mutex // serializes Maintain
+	sweep   Cursor     // where Maintain continues; guarded by sweepMu
 }
 
 // New builds a Cache from cfg, which must pass Validate. It starts no goroutines.
@@ -45,7 +48,7 @@ func New(cfg Config) (*Cache, error) {
 		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
-		maxCap:           int(max(budget/(ItemOverhead+1), minCapacity)),
+		maxCap:           int(max(budget/minItemCharge, minCapacity)),
 		disableEvictions: cfg.DisableEvictions,
 	}
 	for i := range c.shards {
@@ -53,13 +56,6 @@ func New(cfg Config) (*Cache, error) {
 	}
 	return c, nil
 }
-
-// Limit returns the byte budget (Config.MaxBytes).
-func (c *Cache) Limit() int64 { return c.limit }
-
-// Now returns the cache clock's current unix time, the time Item.Exptime and Item.LastAccess
-// are relative to (for meta-protocol TTL and last-access replies).
-func (c *Cache) Now() int64 { return c.clock.Now() }
 
 // lock hashes key, locks its shard and prepares it for one operation.
 func (c *Cache) lock(key []byte) (*shard, uint64) {
@@ -94,60 +90,50 @@ type GetOptions struct {
 func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
-	s.countLookupLocked(opt.Touch, it != nil)
-	if it == nil {
+	_, _, r := s.findLocked(h, key)
+	s.countLookupLocked(opt.Touch, r != nil)
+	if r == nil {
 		return dst, false
 	}
 	if opt.Touch {
-		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+		r.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	}
-	view := baseView(c, it)
-	s.touchLocked(it)
+	view := s.viewLocked(c, r)
+	s.touchLocked(r)
 	return a.AppendItem(dst, view), true
 }
 
 // countLookupLocked counts one key looked up by a get (cmd_get, get_hits or
 // get_misses) or by a touching get (cmd_touch, touch_hits or touch_misses).
 func (s *shard) countLookupLocked(touch, hit bool) {
-	switch {
-	case touch && hit:
-		s.st.CmdTouch++
-		s.st.TouchHits++
-	case touch:
-		s.st.CmdTouch++
-		s.st.TouchMisses++
-	case hit:
-		s.st.CmdGet++
-		s.st.GetHits++
-	default:
-		s.st.CmdGet++
-		s.st.GetMisses++
+	cmd, hits, misses := &s.st.CmdGet, &s.st.GetHits, &s.st.GetMisses
+	if touch {
+		cmd, hits, misses = &s.st.CmdTouch, &s.st.TouchHits, &s.st.TouchMisses
+	}
+	*cmd++
+	if hit {
+		*hits++
+	} else {
+		*misses++
 	}
 }
 
-// baseView is the view of it that classic gets hand to an Appender; call
-// with its shard locked.
-func baseView(c *Cache, it *item) Item {
+// viewLocked is the view of r handed to an Appender.
+func (s *shard) viewLocked(c *Cache, r record) Item {
+	st := r.state()
 	return Item{
-		Key:        it.key(),
-		Value:      it.value(),
-		Flags:      it.flags,
-		CAS:        c.visibleCAS(it.cas),
-		Exptime:    int64(it.exptime),
-		LastAccess: int64(it.atime),
-		Fetched:    it.state&stFetched != 0,
+		Key:           r.key(),
+		Value:         r.value(),
+		Flags:         r.flags(),
+		CAS:           c.visibleCAS(r.cas()),
+		Exptime:       int64(r.exptime()),
+		LastAccess:    int64(r.atime()),
+		Fetched:       st&stFetched != 0,
+		Stale:         st&stStale != 0,
+		WinSentBefore: st&stTokenSent != 0,
+		KeyBinary:     st&stKeyBinary != 0,
+		Now:           s.now,
 	}
-}
-
-// viewLocked is baseView plus the meta protocol's state.
-func (s *shard) viewLocked(c *Cache, it *item) Item {
-	v := baseView(c, it)
-	v.Stale = it.state&stStale != 0
-	v.WinSentBefore = it.state&stTokenSent != 0
-	v.KeyBinary = it.state&stKeyBinary != 0
-	v.Now = s.now
-	return v
 }
 
 // Store performs a storage command. value is copied (the caller's slice may alias a network
@@ -162,7 +148,7 @@ func (s *shard) viewLocked(c *Cache, it *item) Item {
 // memcached does (the caller need not delete it); so does NoMemory on Set.
 func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64) {
 	s, h := c.lock(key)
-	out, id := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
+	out, id, _ := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
 	s.maintainLocked()
 	s.mu.Unlock()
 	return out, id
@@ -172,13 +158,13 @@ func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime i
 func (c *Cache) Delete(key []byte) Outcome {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
-	if it == nil {
+	i, _, r := s.findLocked(h, key)
+	if r == nil {
 		s.st.DeleteMisses++
 		return NotFound
 	}
 	s.st.DeleteHits++
-	s.killLocked(it)
+	s.killLocked(i)
 	return Deleted
 }
 
@@ -187,15 +173,15 @@ func (c *Cache) Delete(key []byte) Outcome {
 func (c *Cache) Touch(key []byte, exptime int64) Outcome {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
+	_, _, r := s.findLocked(h, key)
 	s.st.CmdTouch++
-	if it == nil {
+	if r == nil {
 		s.st.TouchMisses++
 		return NotFound
 	}
 	s.st.TouchHits++
-	it.exptime = time32(AbsExptime(exptime, s.now))
-	s.touchLocked(it)
+	r.setExptime(time32(AbsExptime(exptime, s.now)))
+	s.touchLocked(r)
 	return Touched
 }
 
@@ -224,7 +210,7 @@ func (c *Cache) FlushAll(delay int64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.begin(now, next)
-		s.purgeFlushedLocked()
+		s.purgeLocked(nil, false)
 		s.mu.Unlock()
 	}
 }

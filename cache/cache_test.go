@@ -3,6 +3,8 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -288,7 +290,7 @@ func TestGetView(t *testing.T) {
 	_, cas := c.Store(Set, []byte("k"), []byte("v"), 42, 100, 0)
 	clk.Advance(5)
 	it := wantValue(t, c, "k", "v")
-	want := Item{Key: []byte("k"), Value: []byte("v"), Flags: 42, CAS: cas, Exptime: t0 + 100, LastAccess: t0, Fetched: false}
+	want := Item{Key: []byte("k"), Value: []byte("v"), Flags: 42, CAS: cas, Exptime: t0 + 100, LastAccess: t0, Fetched: false, Now: t0 + 5}
 	if fmt.Sprint(it) != fmt.Sprint(want) {
 		t.Fatalf("first get\n got %+v\nwant %+v", it, want)
 	}
@@ -339,19 +341,48 @@ func TestHashCollisionReplaces(t *testing.T) {
 	h := s.hash([]byte("a"))
 	s.mu.Lock()
 	s.begin(t0, nil)
-	out, _ := s.storeLocked(c, h, Set, []byte("b"), []byte("2"), 0, 0, 0)
+	out, _, _ := s.storeLocked(c, h, Set, []byte("b"), []byte("2"), 0, 0, 0)
 	s.mu.Unlock()
 	if out != Stored {
 		t.Fatalf("colliding set: %v", out)
 	}
 	s.mu.Lock()
-	_, it := s.findLocked(h, []byte("a"))
-	_, itb := s.findLocked(h, []byte("b"))
+	_, _, it := s.findLocked(h, []byte("a"))
+	_, _, itb := s.findLocked(h, []byte("b"))
 	s.mu.Unlock()
 	if it != nil || itb == nil || string(itb.value()) != "2" {
 		t.Fatalf("after collision: a=%v b=%v", it, itb)
 	}
 	if st := c.Stats(); st.CurrItems != 1 || st.Bytes != uint64(2+ItemOverhead) {
 		t.Fatalf("accounting after collision: %+v", st)
+	}
+}
+
+// TestStatsFieldsAreUint64 guards addCounters, which adds Stats as an array of uint64.
+func TestStatsFieldsAreUint64(t *testing.T) {
+	st := reflect.TypeOf(Stats{})
+	for i := range st.NumField() {
+		if f := st.Field(i); f.Type.Kind() != reflect.Uint64 {
+			t.Errorf("Stats.%s is %v, want uint64", f.Name, f.Type)
+		}
+	}
+}
+
+// TestStatNames: AppendFields derives memcached's names from the field names.
+func TestStatNames(t *testing.T) {
+	want := "cmd_get cmd_set cmd_flush cmd_touch get_hits get_misses get_expired get_flushed " +
+		"delete_misses delete_hits incr_misses incr_hits decr_misses decr_hits cas_misses cas_hits " +
+		"cas_badval touch_hits touch_misses store_too_large store_no_memory limit_maxbytes bytes " +
+		"curr_items total_items expired_unfetched evicted_unfetched evictions reclaimed"
+	st := Stats{CmdGet: 1, Reclaimed: 29, LimitMaxbytes: 22}
+	var names []string
+	for i, f := range st.AppendFields(nil) {
+		names = append(names, f.Name)
+		if v := map[int]uint64{0: 1, 21: 22, 28: 29}[i]; f.Value != v {
+			t.Errorf("%s = %d, want %d", f.Name, f.Value, v)
+		}
+	}
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("names\n got %s\nwant %s", got, want)
 	}
 }

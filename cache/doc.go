@@ -4,28 +4,44 @@
 //
 // What it owns: items, their bytes, expiry and the memory budget. What it does not: the
 // protocol (operations return Outcome values; the caller turns them into reply text), the
-// network, logging and goroutines: New starts none and all work happens in the callers'
-// goroutines; only a CoarseClock runs one, between its owner's Start and Stop calls.
+// network, logging, the clock's refreshing and goroutines: it starts none, and background work
+// (Maintain) runs when its owner calls it.
 //
-// # Structure
+// # Layout
 //
 // Keys are hashed with hash/maphash; the high bits of the hash pick a shard, each with one
-// sync.Mutex, a tinylfu instance keyed by the 64-bit hash (the full key is stored in the item and
-// compared, and a different key with the same hash replaces the old one), and an intrusive list
-// of live items in recency order. tinylfu capacity is an item count while -m is in bytes, so each
-// shard sizes its tinylfu to its byte budget divided by the mean item cost and rebuilds it from
-// the list when that drifts (amortized O(1) per store). Deletes, expiry and byte-pressure
-// evictions leave tombstones in tinylfu (the library has no Remove); tinylfu evicts them in time
-// and rebuilds drop them.
+// sync.Mutex, a slot table and a tinylfu.T[uint64, uint32]. An item is one record: a
+// pointer-free []byte at a Go size class holding a 27-byte header (cas, exptime, last access,
+// flags, lengths, state), the key and the value (item.go). The slot table holds a pointer to
+// each record; tinylfu maps the key's hash to the slot, so it is the index and the policy at
+// once, and there is no other list or map. A lookup compares the stored key (a different key
+// with the same 64-bit hash replaces the old one). Deleting, expiring or evicting an item frees
+// its record and slot at once; its tinylfu entry (the library has no Remove) stays behind,
+// stale, until tinylfu evicts it or a rebuild drops it (policy.go).
+//
+// What each byte of an item with a 10-byte key and a 100-byte value costs in the heap, before
+// (item struct, separate buffer, go-tinylfu entry per item) and after (this layout):
+//
+//	                               before      after
+//	key + value bytes              110         110   (record)
+//	header                          64 (item)   27   (record)
+//	size-class rounding              2           7   (112-B class before, 144-B after)
+//	slot table pointer               -           8
+//	tinylfu list element + entry    64          75   (measured per entry)
+//	tinylfu map, sketch, doorkeeper 35-70       39-78 (39 B per index slot; 1-2 slots per item)
+//	total (live heap)              ~300       266-305 (1M items: 289 B measured)
 //
 // # Memory bound
 //
-// The key, value and ItemOverhead bytes of live items never exceed Config.MaxBytes: each of the
-// N shards holds at most MaxBytes/N. A store that needs room reclaims expired items near the
-// list's cold end, then evicts from it, or with DisableEvictions fails with NoMemory. Go-side
-// bookkeeping is outside the budget: a 64-byte item struct and 64 bytes of tinylfu entry per
-// item, plus tinylfu's presized map, sketch and doorkeeper at about 35 bytes per index slot
-// (35-70 bytes per item while the index grows; see policy.go).
+// Everything above is charged against Config.MaxBytes (-m), each shard holding at most
+// MaxBytes/N: records at their size class, 8 bytes of slot, 75 bytes per tinylfu entry and
+// 40 bytes per index slot (shard.used). So the live heap of the cache stays below -m whatever
+// the item sizes; the bytes statistic still counts key + value + 48 per item, as memcached's
+// does. A store that needs room reclaims expired items under the shard's hand, then evicts the
+// least recently accessed of 8 live items there, or with DisableEvictions fails with NoMemory.
+// tinylfu's capacity is an item count, so each shard sizes it to its budget divided by the mean
+// item cost and rebuilds the index when that drifts (policy.go): tinylfu does almost all of
+// the evicting, and the byte-pressure scan absorbs the variance.
 //
 // # Admission
 //
@@ -34,23 +50,24 @@
 // estimated frequency is not below the victim's. A declined item is dropped (counted in
 // evictions) and a later Get misses. Store still returns Stored: the write was accepted, as
 // memcached accepts a set whose item is evicted right away. This is what gives the cache its hit
-// ratio on skewed workloads; a one-off key does not push out a popular one.
+// ratio on skewed workloads; a one-off key does not push out a popular one. Every lookup (hits
+// and misses) is an access for tinylfu; Peek and Walk read records without one.
 //
-// # Time
+// # Time and expiry
 //
-// Expiry and flush_all use whole unix seconds from Config.Clock. SystemClock reads the system
-// clock on every operation; CoarseClock, started and stopped by its owner, reads an atomic that
-// a goroutine refreshes each second, as memcached's current_time does, and is the better choice
-// for a server. Tests inject a fake clock and never sleep.
+// Expiry and flush_all use whole unix seconds from Config.Clock (tests inject a fake clock and
+// never sleep). An access that finds an expired item reclaims it, so does a store that needs
+// room and finds one under the hand; Maintain sweeps a bounded number of slots per call, as
+// memcached's LRU crawler does, so expired items go without traffic.
 //
 // # Locks and bytes
 //
-// Lock order: the FlushAll mutex is never held while taking a shard lock; no code holds two
-// shard locks. Stats and ResetStats take the shard locks one at a time. The cache copies every
-// key and value it stores, so callers may reuse their buffers. Get hands an Item view to an
-// Appender under the shard lock; its Key and Value alias cache memory that a later Store may
-// rewrite in place, so they must be copied (appended), never retained. The Appender must not call
-// back into the Cache.
+// Lock order: the FlushAll and Maintain mutexes are taken before a shard lock, never while one
+// is held; no code holds two shard locks. Stats, ShardStats, Walk and Maintain take the shard
+// locks one at a time. The cache copies every key and value it stores, so callers may reuse
+// their buffers. Get hands an Item view to an Appender under the shard lock; its Key and Value
+// alias a record that a later Store may rewrite in place, so they must be copied (appended),
+// never retained. The Appender must not call back into the Cache.
 //
 // # Differences from memcached
 //
@@ -61,8 +78,8 @@
 //     still gets a unique internal id; -C only hides it and makes every cas command Exists),
 //     and a flush already in effect is not undone by a later delayed flush_all. A flush_all with
 //     an absolute time in the past flushes at once (memcached ignores times before its start).
-//   - Expired and flushed items are counted in get_expired/get_flushed when an access finds them;
-//     memcached's background LRU maintainer often reclaims them first (counted in reclaimed).
 //   - An immediate flush_all frees the flushed items right away, which memcached's LRU crawler
 //     does shortly after.
+//   - -m covers the index too: at the same -m a cache of small items holds fewer of them than
+//     memcached (whose hash table is outside -m), and the process stays near -m.
 package cache

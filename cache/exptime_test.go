@@ -3,7 +3,6 @@ package cache
 import (
 	"math"
 	"testing"
-	"time"
 )
 
 func TestAbsExptime(t *testing.T) {
@@ -128,6 +127,7 @@ func TestSweepReclaimsExpired(t *testing.T) {
 	for i := range 100 {
 		c.Store(Set, []byte{'n', byte(i)}, []byte("v"), 0, 0, 0)
 	}
+	c.Maintain(1000)
 	st := c.Stats()
 	if st.CurrItems != 100 || st.Reclaimed != 100 || st.ExpiredUnfetched != 100 {
 		t.Fatalf("after sweep: curr_items %d reclaimed %d expired_unfetched %d, want 100 each",
@@ -138,23 +138,3 @@ func TestSweepReclaimsExpired(t *testing.T) {
 
 func first(o Outcome, _ uint64) Outcome  { return o }
 func second(_ uint64, o Outcome) Outcome { return o }
-
-func TestCoarseClock(t *testing.T) {
-	c := NewCoarseClock()
-	if d := time.Now().Unix() - c.Now(); d < 0 || d > 1 {
-		t.Fatalf("NewCoarseClock is %d s off", d)
-	}
-	c.Stop() // not running: no-op
-	c.now.Store(1)
-	c.Start() // refreshes at once, then after every second boundary
-	c.Start() // running: no-op
-	deadline := time.Now().Add(2 * time.Second)
-	for c.Now() == 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	c.Stop()
-	if d := time.Now().Unix() - c.Now(); d < 0 || d > 1 {
-		t.Fatalf("CoarseClock not refreshed: %d s off", d)
-	}
-	c.Stop()
-}

@@ -16,16 +16,16 @@ type flushState struct {
 	pastCAS  uint64
 }
 
-// flushed reports whether it is invalidated by flush_all at time now.
-func (f *flushState) flushed(it *item, now int64) bool {
+// flushed reports whether r is invalidated by flush_all at time now.
+func (f *flushState) flushed(r record, now int64) bool {
 	if f == nil {
 		return false
 	}
-	at := int64(it.atime)
-	if f.pastSet && (at <= f.pastLive || it.cas < f.pastCAS) {
+	at, cas := int64(r.atime()), r.cas()
+	if f.pastSet && (at <= f.pastLive || cas < f.pastCAS) {
 		return true
 	}
-	return f.set && f.live <= now && (at <= f.live || it.cas < f.cas)
+	return f.set && f.live <= now && (at <= f.live || cas < f.cas)
 }
 
 // nextFlush returns the state after a flush_all whose flush time is at (unix seconds), issued at

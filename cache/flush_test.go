@@ -87,6 +87,7 @@ func TestFlushBySweep(t *testing.T) {
 	for i := range 50 {
 		c.Store(Set, []byte{'b', byte(i)}, []byte("v"), 0, 0, 0)
 	}
+	c.Maintain(1000)
 	if st := c.Stats(); st.CurrItems != 50 || st.Reclaimed != 50 {
 		t.Fatalf("curr_items %d reclaimed %d, want 50 and 50", st.CurrItems, st.Reclaimed)
 	}

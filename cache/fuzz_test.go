@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -14,6 +15,9 @@ func FuzzCacheModel(f *testing.F) {
 	f.Add([]byte("\x00\x01\x05\x03\x01\x00\x06\x01\x00\x04\x01\x02\x06\x01\x00"))
 	f.Add([]byte("\x00\x02\x02\x0a\x02\x03\x0a\x02\x10\x06\x02\x00"))
 	f.Add([]byte("\x00\x00\x00\x0b\x00\x00\x06\x00\x00\x0b\x01\x03\x06\x00\x00"))
+	f.Add([]byte("\x00\x00\x00\x05\x00\x01\x06\x00\x00"))             // cas 0 on a live item
+	f.Add([]byte("\x00\x01\x22\x0a\x01\x06\x06\x01\x00\x0a\x01\x08")) // incr on " 5 ", "-1"
+	f.Add([]byte("\x00\x00\x80\x06\x00\x00"))                         // exptime of exactly 30 days is relative
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		runModel(t, prog)
 	})
@@ -22,7 +26,7 @@ func FuzzCacheModel(f *testing.F) {
 var (
 	modelKeys   = []string{"a", "b", "c", "long-key-d"}
 	modelValues = []string{"", "0", "1", "99", "100", "18446744073709551615", " 5 ", "abc", "-1", "x y"}
-	modelExps   = []int64{0, 0, -1, 1, 2, 5, 3 /*+now*/, MaxRelativeExptime + 1}
+	modelExps   = []int64{0, 0, -1, 1, 2, 5, 3 /*+now*/, 30*24*3600 + 1, 30 * 24 * 3600}
 	modelDelays = []int64{0, -1, 1, 2, 3, 4 /*+now*/}
 )
 
@@ -67,10 +71,13 @@ func (m *model) visible(k string) *modelItem {
 
 func (m *model) flush(delay int64) {
 	at := m.now
-	if delay > 0 {
-		at = AbsExptime(delay, m.now)
+	switch {
+	case delay > 30*24*3600:
+		at = delay // an absolute unix time
+	case delay > 0:
+		at = m.now + delay
 	}
-	f := at - 1
+	f := at - 1 // memcached 1.6.18: oldest_live = realtime(delay) - 1
 	if m.pendingF != 0 && m.pendingF <= m.now {
 		m.pastF = max(m.pastF, m.pendingF) // in effect: stays in effect
 	}
@@ -127,9 +134,13 @@ func runModel(t *testing.T, prog []byte) {
 			old := m.visible(k)
 			var cas uint64
 			if mode == CAS {
-				cas = 12345678
-				if old != nil && arg%2 == 0 {
+				switch {
+				case old != nil && arg%4 == 0:
 					cas = old.cas
+				case arg%4 == 1:
+					cas = 0 // never a wildcard: a live item's cas id is never 0
+				default:
+					cas = 12345678
 				}
 			}
 			got, gotCAS := c.Store(mode, key, val, flags, exp, cas)
@@ -160,7 +171,7 @@ func runModel(t *testing.T, prog []byte) {
 				break
 			}
 			if opt.Touch {
-				it.exp = int64(time32(AbsExptime(exp, m.now)))
+				it.exp = modelExptime(exp, m.now)
 			}
 			want := Item{Key: key, Value: it.value, Flags: it.flags, CAS: it.cas, Exptime: it.exp, LastAccess: it.atime, Fetched: it.fetched}
 			if !itemEqual(a.it, want) || string(dst) != "x"+string(it.value) {
@@ -182,7 +193,7 @@ func runModel(t *testing.T, prog []byte) {
 			want := NotFound
 			if it != nil {
 				want = Touched
-				it.exp = int64(time32(AbsExptime(exp, m.now)))
+				it.exp = modelExptime(exp, m.now)
 				it.atime, it.fetched = m.now, true
 			}
 			if got != want {
@@ -249,7 +260,7 @@ func modelStore(m *model, mode StoreMode, k string, old *modelItem, val []byte, 
 			return Exists, nil
 		}
 	}
-	it := &modelItem{value: bytes.Clone(val), flags: flags, exp: int64(time32(AbsExptime(exp, m.now))), atime: m.now}
+	it := &modelItem{value: bytes.Clone(val), flags: flags, exp: modelExptime(exp, m.now), atime: m.now}
 	switch mode {
 	case Append, Prepend:
 		if size+len(old.value) > modelMaxItem {
@@ -275,8 +286,8 @@ func modelArith(m *model, k string, incr bool, delta uint64) (uint64, Outcome) {
 	if it == nil {
 		return 0, NotFound
 	}
-	n, ok := parseUint(it.value)
-	if len(it.value) == 0 || !ok {
+	n, ok := modelParseUint(it.value)
+	if !ok {
 		return 0, NonNumeric
 	}
 	if incr {
@@ -293,6 +304,49 @@ func modelArith(m *model, k string, incr bool, delta uint64) (uint64, Outcome) {
 	it.value = []byte(s)
 	it.atime = m.now
 	return n, Stored
+}
+
+// modelExptime is memcached's exptime rule written out independently of AbsExptime and time32:
+// 0 never expires; a negative exptime is already expired (tandem stores 1, a time always in the
+// past); up to 30 days it is relative to now; beyond that an absolute unix time.
+func modelExptime(exp, now int64) int64 {
+	switch {
+	case exp == 0:
+		return 0
+	case exp < 0:
+		return 1
+	case exp > 30*24*3600:
+		return exp
+	}
+	return now + exp
+}
+
+// modelParseUint is memcached's safe_strtoull, independently of parseUint: strtoull (leading
+// white space, an optional sign, decimal digits; a minus sign negates modulo 2^64; out of range
+// fails), then the number must be followed by the end of the value, white space or NUL, and a
+// minus sign is refused when the result is negative as a signed 64-bit number.
+func modelParseUint(b []byte) (uint64, bool) {
+	s := strings.TrimLeft(string(b), " \t\n\v\f\r")
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	end := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(s)
+	}
+	n, err := strconv.ParseUint(s[:end], 10, 64)
+	if err != nil {
+		return 0, false // no digits, or out of range
+	}
+	if rest := s[end:]; rest != "" && !strings.ContainsRune(" \t\n\v\f\r\x00", rune(rest[0])) {
+		return 0, false
+	}
+	if neg {
+		n = -n
+		if int64(n) < 0 {
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 func itemEqual(a, b Item) bool {

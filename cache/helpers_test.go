@@ -2,9 +2,9 @@ package cache
 
 import (
 	"bytes"
+	"slices"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 )
 
 const t0 = 1_700_000_000 // fake clock start (unix seconds)
@@ -94,51 +94,60 @@ func checkInvariants(t testing.TB, c *Cache) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		var n int
-		var sum int64
-		var prev *item
-		for it := s.lru.head; it != nil; it = it.next {
-			if it.prev != prev {
-				t.Errorf("shard %d: broken prev link", i)
+		var n, free int
+		var size, charge int64
+		for j, p := range s.slots {
+			r := recordAt(p)
+			if r == nil {
+				free++
+				continue
 			}
-			if !it.live() {
-				t.Errorf("shard %d: tombstone %q in list", i, it.key())
+			if got, ok := s.index.Get(s.hash(r.key())); !ok || got != uint32(j) {
+				t.Errorf("shard %d: live item %q in slot %d not indexed (entry %d, %v)", i, r.key(), j, got, ok)
 			}
-			if got, ok := s.index.Get(s.hash(it.key())); !ok || got != it {
-				t.Errorf("shard %d: live item %q not in index", i, it.key())
+			if cap(r) < len(r) || sizeClass(len(r)) < len(r) {
+				t.Errorf("shard %d: record %q of %d bytes in a %d-byte class", i, r.key(), len(r), sizeClass(len(r)))
 			}
 			n++
-			sum += it.cost()
-			prev = it
+			size += r.size()
+			charge += r.charge()
 		}
-		if prev != s.lru.tail {
-			t.Errorf("shard %d: tail mismatch", i)
+		if n != s.n || free != len(s.free) {
+			t.Errorf("shard %d: count %d free %d, walked %d live and %d free", i, s.n, len(s.free), n, free)
 		}
-		if n != s.lru.n {
-			t.Errorf("shard %d: list count %d, walked %d", i, s.lru.n, n)
+		if size != s.bytes || charge != s.recBytes {
+			t.Errorf("shard %d: bytes %d recBytes %d, sum of items %d and %d", i, s.bytes, s.recBytes, size, charge)
 		}
-		if sum != s.bytes {
-			t.Errorf("shard %d: bytes %d, sum of items %d", i, s.bytes, sum)
+		if s.used() > s.cfg.budget {
+			t.Errorf("shard %d: used %d over budget %d", i, s.used(), s.cfg.budget)
 		}
-		if s.bytes > s.cfg.budget {
-			t.Errorf("shard %d: bytes %d over budget %d", i, s.bytes, s.cfg.budget)
+		if s.entries < s.n || s.entries > s.capacity {
+			t.Errorf("shard %d: entries %d, live %d, capacity %d", i, s.entries, s.n, s.capacity)
 		}
-		if s.entries != s.lru.n+s.tombs || s.tombs < 0 {
-			t.Errorf("shard %d: entries %d != live %d + tombs %d", i, s.entries, s.lru.n, s.tombs)
-		}
-		if s.entries > s.capacity {
-			t.Errorf("shard %d: entries %d over capacity %d", i, s.entries, s.capacity)
-		}
-		total += s.bytes
+		total += s.used()
 		s.mu.Unlock()
 	}
 	if total > c.limit {
-		t.Errorf("bytes %d over limit %d", total, c.limit)
+		t.Errorf("used %d over limit %d", total, c.limit)
 	}
 }
 
-func TestItemSize(t *testing.T) {
-	if got := unsafe.Sizeof(item{}); got != 64 {
-		t.Errorf("sizeof(item) = %d, want 64 (one allocator size class)", got)
+// itemCharge is what one item of the given key and value lengths charges against the budget,
+// its index entry and index slot included.
+func itemCharge(klen, vlen int) int64 {
+	return int64(sizeClass(hdrSize+klen+vlen)) + slotBytes + entryBytes + indexSlotBytes
+}
+
+// exactBudget is the budget of one shard whose smallest index holds exactly n items of the
+// given key and value lengths.
+func exactBudget(n, klen, vlen int) int64 {
+	return int64(fitCapacity(minCapacity))*indexSlotBytes + int64(n)*(itemCharge(klen, vlen)-indexSlotBytes)
+}
+
+func TestSizeClassMatchesAllocator(t *testing.T) {
+	for n := 1; n <= 3*maxSmall; n += 1 + n/50 {
+		if got, want := sizeClass(n), cap(slices.Grow([]byte(nil), n)); got != want {
+			t.Fatalf("sizeClass(%d) = %d, the allocator gives %d", n, got, want)
+		}
 	}
 }

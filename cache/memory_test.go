@@ -60,7 +60,7 @@ func TestMemoryBound(t *testing.T) {
 
 func TestDisableEvictions(t *testing.T) {
 	const maxBytes = 64 << 10
-	c, _ := newTestCache(t, Config{MaxBytes: maxBytes, MaxItemSize: 1024, Shards: 1, DisableEvictions: true})
+	c, _ := newTestCache(t, Config{MaxBytes: maxBytes, MaxItemSize: 16 << 10, Shards: 1, DisableEvictions: true})
 	val := make([]byte, 100)
 	var stored int
 	for i := 0; ; i++ {
@@ -80,8 +80,13 @@ func TestDisableEvictions(t *testing.T) {
 	if st.Evictions != 0 || st.CurrItems != uint64(stored) || st.StoreNoMemory != 1 || st.Bytes > maxBytes {
 		t.Fatalf("evictions %d items %d/%d no_memory %d bytes %d", st.Evictions, st.CurrItems, stored, st.StoreNoMemory, st.Bytes)
 	}
-	if st.Bytes+uint64(100+5+ItemOverhead) <= maxBytes {
-		t.Fatalf("NoMemory with room left: bytes %d", st.Bytes)
+	// Room for one more item, or for the index to double when it is full.
+	room := uint64(itemCharge(5, 100))
+	if st.IndexEntries == st.IndexCapacity {
+		room += st.IndexCapacity * indexSlotBytes
+	}
+	if st.Used+room <= maxBytes {
+		t.Fatalf("NoMemory with room left: used %d, capacity %d", st.Used, st.IndexCapacity)
 	}
 	// every stored item is still there: tinylfu must not evict with -M
 	for i := range stored {
@@ -94,7 +99,7 @@ func TestDisableEvictions(t *testing.T) {
 		t.Fatalf("same-size overwrite: %v", out)
 	}
 	// a larger set fails and removes the old value (memcached); a delete makes room
-	if out, _ := c.Store(Set, []byte("k1"), make([]byte, 900), 0, 0, 0); out != NoMemory {
+	if out, _ := c.Store(Set, []byte("k1"), make([]byte, maxBytes-c.Stats().Used+100), 0, 0, 0); out != NoMemory {
 		t.Fatalf("growing set: %v", out)
 	}
 	wantMiss(t, c, "k1")
@@ -119,7 +124,7 @@ func TestDisableEvictionsReclaimsExpired(t *testing.T) {
 }
 
 func TestEvictionPrefersExpired(t *testing.T) {
-	c, clk := newTestCache(t, Config{MaxBytes: 10 * (ItemOverhead + 102), MaxItemSize: 1024, Shards: 1})
+	c, clk := newTestCache(t, Config{MaxBytes: exactBudget(10, 2, 100), MaxItemSize: 1024, Shards: 1})
 	val := make([]byte, 100)
 	for i := range 10 {
 		var exp int64
@@ -143,27 +148,33 @@ func TestEvictionPrefersExpired(t *testing.T) {
 
 func TestInPlaceOverwrite(t *testing.T) {
 	c, _ := newTestCache(t, Config{Shards: 1})
-	set(t, c, "k", "hello world")
 	s := &c.shards[0]
-	s.mu.Lock()
-	before := &s.lru.head.buf[0]
-	s.mu.Unlock()
+	first := func() *byte {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.slots {
+			if p != nil {
+				return p
+			}
+		}
+		return nil
+	}
+	set(t, c, "k", "hello world")
+	before := first()
 	set(t, c, "k", "jello")
 	c.Store(Append, []byte("k"), []byte("!"), 0, 0, 0)
 	c.Store(Prepend, []byte("k"), []byte(">"), 0, 0, 0)
 	wantValue(t, c, "k", ">jello!")
-	s.mu.Lock()
-	after := &s.lru.head.buf[0]
-	s.mu.Unlock()
-	if before != after {
-		t.Fatal("overwrite within capacity reallocated the buffer")
+	if first() != before {
+		t.Fatal("overwrite within the size class reallocated the record")
 	}
 	set(t, c, "k", string(make([]byte, 4096)))
-	set(t, c, "k", "small") // must not keep a 4 KiB buffer for 6 bytes
+	set(t, c, "k", "small") // must not keep a 4 KiB record for 6 bytes
 	s.mu.Lock()
-	capNow := cap(s.lru.head.buf)
+	charge := s.recBytes
 	s.mu.Unlock()
-	if capNow > 256 {
-		t.Fatalf("small value kept a %d-byte buffer", capNow)
+	if charge > 64 {
+		t.Fatalf("small value charges %d bytes", charge)
 	}
+	checkInvariants(t, c)
 }

@@ -1,5 +1,10 @@
 package cache
 
+import (
+	"hash/maphash"
+	"strconv"
+)
+
 // Operations of memcached's meta protocol (mg, ms, md, ma, me) and the binary protocol's
 // CAS-checked variants, with memcached 1.6.18's semantics: stale items and win tokens
 // (invalidation with I, recache with R, vivify on miss with N), explicit CAS ids (E),
@@ -33,13 +38,16 @@ type MetaGetOptions struct {
 func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte, bool) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
+	_, _, it := s.findLocked(h, key)
 	created := false
 	if it == nil && opt.Vivify {
 		it, _ = s.vivifyLocked(c, h, key, nil, opt.NewCAS)
 		created = it != nil
-		if created && opt.KeyBinary {
-			it.state |= stKeyBinary
+		if created {
+			defer s.maintainLocked() // after the item's last use: it may rebuild the index
+			if opt.KeyBinary {
+				it.setState(it.state() | stKeyBinary)
+			}
 		}
 	}
 	s.countLookupLocked(opt.Touch, it != nil)
@@ -55,26 +63,26 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 	won := created
 	switch {
 	case created && opt.Touch && !opt.VivifyLast:
-		it.exptime = touched
+		it.setExptime(touched)
 	case created:
-		it.exptime = time32(AbsExptime(opt.VivifyExpt, s.now))
+		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
 	default:
-		exp := it.exptime
+		exp := it.exptime()
 		if opt.Touch && opt.TouchThenRecache {
 			exp = touched
 		}
-		if opt.Recache && it.state&stTokenSent == 0 && exp != 0 && exp < time32(AbsExptime(opt.RecacheExpt, s.now)) {
+		if opt.Recache && it.state()&stTokenSent == 0 && exp != 0 && exp < time32(AbsExptime(opt.RecacheExpt, s.now)) {
 			won = true
 		}
 		if opt.Touch {
-			it.exptime = touched
+			it.setExptime(touched)
 		}
 	}
 	if view.Stale && !view.WinSentBefore {
 		won = true
 	}
 	if won {
-		it.state |= stTokenSent
+		it.setState(it.state() | stTokenSent)
 	}
 	view.Win = won
 	if !opt.NoBump {
@@ -84,21 +92,19 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 }
 
 // vivifyLocked creates the missing key with value, no flags and no exptime, as mg N and ma N
-// do, and returns it; nil with the reason (NoMemory, TooLarge, or Stored when tinylfu did not
-// admit it) when there is no item. memcached links such items directly: they count in
-// total_items, not in cmd_set.
-func (s *shard) vivifyLocked(c *Cache, h uint64, key, value []byte, newCAS uint64) (*item, Outcome) {
-	out, _ := s.storeLocked(c, h, Add, key, value, 0, 0, 0)
+// do, and returns it; nil with the reason (NoMemory or TooLarge) when there is no item. memcached
+// links such items directly: they count in total_items, not in cmd_set. The caller runs
+// maintainLocked once it is done with the item.
+func (s *shard) vivifyLocked(c *Cache, h uint64, key, value []byte, newCAS uint64) (record, Outcome) {
+	out, _, r := s.storeLocked(c, h, Add, key, value, 0, 0, 0)
 	if out != Stored {
 		return nil, out
 	}
 	s.st.CmdSet--
-	s.maintainLocked()
-	_, it := s.findLocked(h, key)
-	if it != nil && newCAS != 0 {
-		it.cas = newCAS
+	if newCAS != 0 {
+		r.setCAS(newCAS)
 	}
-	return it, out
+	return r, out
 }
 
 // MetaStoreOptions modifies a MetaStore (the flags of ms and binary stores).
@@ -120,39 +126,35 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 	defer s.mu.Unlock()
 	// Every lookup is an access for tinylfu's frequency sketch: look the item up here only when
 	// the meta semantics need it, so a plain ms counts once, like set.
-	var it *item
+	var it record
 	if (mode == CAS && opt.Invalidate) || ((mode == Append || mode == Prepend) && cas != 0) {
-		_, it = s.findLocked(h, key)
+		_, _, it = s.findLocked(h, key)
 	}
 	var stale uint8
 	switch {
-	case mode == CAS && it != nil && opt.Invalidate && !c.disableCAS && cas != 0 && cas < it.cas:
+	case mode == CAS && it != nil && opt.Invalidate && !c.disableCAS && cas != 0 && cas < it.cas():
 		// Replace the value but keep the exptime and the token, and mark it stale.
-		stale = stStale | it.state&stTokenSent
-		mode, exptime = Set, int64(it.exptime)
+		stale = stStale | it.state()&stTokenSent
+		mode, exptime = Set, int64(it.exptime())
 		s.st.CasHits++
-	case (mode == Append || mode == Prepend) && it != nil && cas != 0 && c.visibleCAS(it.cas) != cas:
+	case (mode == Append || mode == Prepend) && it != nil && cas != 0 && c.visibleCAS(it.cas()) != cas:
 		s.st.CmdSet++
 		return Exists, 0
 	case mode == Add || mode == Append || mode == Prepend:
 		cas = 0
 	}
-	out, id := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
+	out, id, r := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
+	if r != nil {
+		r.setState(stale)
+		if opt.KeyBinary {
+			r.setState(stale | stKeyBinary)
+		}
+		if opt.NewCAS != 0 {
+			r.setCAS(opt.NewCAS)
+			id = c.visibleCAS(opt.NewCAS)
+		}
+	}
 	s.maintainLocked()
-	if out != Stored || (stale == 0 && !opt.KeyBinary && opt.NewCAS == 0) {
-		return out, id
-	}
-	if _, it = s.findLocked(h, key); it == nil {
-		return out, id // stored already expired, or not admitted
-	}
-	it.state |= stale
-	if opt.KeyBinary {
-		it.state |= stKeyBinary
-	}
-	if opt.NewCAS != 0 {
-		it.cas = opt.NewCAS
-		id = c.visibleCAS(it.cas)
-	}
 	return out, id
 }
 
@@ -173,8 +175,8 @@ type MetaDeleteOptions struct {
 func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
-	if it == nil || (opt.CompareCAS && c.visibleCAS(it.cas) != opt.CAS) {
+	i, _, it := s.findLocked(h, key)
+	if it == nil || (opt.CompareCAS && c.visibleCAS(it.cas()) != opt.CAS) {
 		s.st.DeleteMisses++
 		if it == nil {
 			return NotFound
@@ -183,17 +185,18 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 	}
 	if !opt.Invalidate {
 		s.st.DeleteHits++
-		s.killLocked(it)
+		s.killLocked(i)
 		return Deleted
 	}
 	if opt.Touch {
-		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	}
-	it.state = it.state&^stTokenSent | stStale
-	it.cas = opt.NewCAS
-	if it.cas == 0 {
-		it.cas = c.nextCAS()
+	it.setState(it.state()&^stTokenSent | stStale)
+	id := opt.NewCAS
+	if id == 0 {
+		id = c.nextCAS()
 	}
+	it.setCAS(id)
 	return Deleted
 }
 
@@ -220,24 +223,17 @@ type ArithResult struct {
 
 // MetaArith is ArithCAS with the options of ma: Stored with the result, or NotFound, Exists,
 // NonNumeric, NoMemory (the longer number did not fit). A vivify that cannot store the new
-// item returns NotStored (tinylfu declined it) or NoMemory, with Created set.
+// item returns NoMemory, with Created set.
 func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOptions) (ArithResult, Outcome) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
 	res := ArithResult{Now: s.now}
-	oldLen := -1 // only T needs it: each lookup counts as an access for tinylfu
-	if opt.Touch {
-		if _, old := s.findLocked(h, key); old != nil {
-			oldLen = len(old.value())
-		}
-	}
-	v, _, out := s.arithLocked(c, h, key, incr, delta, opt.CAS)
-	var it *item
+	totalBefore := s.st.TotalItems // arithLocked counts one when a longer number relinks the item
+	v, _, out, it := s.arithLocked(c, h, key, incr, delta, opt.CAS)
 	switch {
 	case out == Stored:
-		_, it = s.findLocked(h, key)
-		res.Value, res.Exptime = v, int64(it.exptime)
-		if opt.Touch && len(it.value()) > oldLen {
+		res.Value, res.Exptime = v, int64(it.exptime())
+		if opt.Touch && s.st.TotalItems != totalBefore {
 			// memcached links a new item for a longer number and applies T to the old one,
 			// which it has just unlinked: the TTL does not change (the reply still shows T's).
 			opt.Touch = false
@@ -252,56 +248,50 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 		var tmp [20]byte
 		res.Created = true
 		var vout Outcome
-		if it, vout = s.vivifyLocked(c, h, key, appendUint(tmp[:0], opt.Initial), 0); it == nil {
+		if it, vout = s.vivifyLocked(c, h, key, strconv.AppendUint(tmp[:0], opt.Initial, 10), 0); it == nil {
 			if vout == NoMemory || vout == TooLarge {
 				return res, NoMemory
 			}
 			return res, NotStored
 		}
+		defer s.maintainLocked() // after the item's last use: it may rebuild the index
 		res.Value = opt.Initial
 	default:
 		return res, out
 	}
 	switch {
 	case res.Created && opt.Touch && !opt.VivifyLast:
-		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	case res.Created:
-		it.exptime = time32(AbsExptime(opt.VivifyExpt, s.now))
+		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
 	case opt.Touch:
-		it.exptime = time32(AbsExptime(opt.Exptime, s.now))
+		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	}
 	if opt.NewCAS != 0 {
-		it.cas = opt.NewCAS
+		it.setCAS(opt.NewCAS)
 	}
-	res.CAS = c.visibleCAS(it.cas)
+	res.CAS = c.visibleCAS(it.cas())
 	return res, Stored
 }
 
-// appendUint appends v in decimal.
-func appendUint(dst []byte, v uint64) []byte {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
-}
-
-// Peek looks key up without any side effect (no access, no counters), as memcached's me does,
-// and hands the item to a like MetaGet (Now set, no token state changed).
+// Peek looks key up without any side effect, as memcached's me does: no counter, no access
+// time, fetched flag or token changes, no access recorded in tinylfu (whose only lookup, Get,
+// counts as an access, so Peek walks the shard's items instead), and an expired or flushed item
+// is a miss but stays where it is. It hands the item to a like MetaGet (Now set). It reads the
+// shard's records, a bounded number per lock hold, so its cost grows with the shard: it is meant
+// for debugging, not for a hot path.
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
-	s, h := c.lock(key)
-	defer s.mu.Unlock()
-	_, it := s.findLocked(h, key)
-	if it == nil {
-		return dst, false
+	h := maphash.Bytes(c.seed, key)
+	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}
+	hit := false
+	for !cur.done && !hit {
+		cur, _ = c.walk(cur, walkLockHold, func(s *shard, _ int, _ uint32, r record) {
+			if !hit && string(r.key()) == string(key) && !s.invalidLocked(r) {
+				dst, hit = a.AppendItem(dst, s.viewLocked(c, r)), true
+			}
+		})
 	}
-	return a.AppendItem(dst, s.viewLocked(c, it)), true
+	return dst, hit
 }
 
 // StoredExptime returns the absolute exptime an item gets for a client exptime at time now, as

@@ -166,3 +166,29 @@ func TestMetaGetAllocs(t *testing.T) {
 		t.Fatalf("%v allocations", allocs)
 	}
 }
+
+// TestPeekHasNoSideEffect: Peek (me) changes no counter and no item state, and an expired item
+// is a miss that stays in place (memcached's me counts no get_expired either).
+func TestPeekHasNoSideEffect(t *testing.T) {
+	c, clk := newTestCache(t, Config{Shards: 1})
+	set(t, c, "live", "v")
+	c.Store(Set, []byte("old"), []byte("v"), 0, 2, 0)
+	clk.Advance(3)
+	before := c.Stats()
+	var a capture
+	if _, ok := c.Peek(nil, []byte("old"), &a); ok {
+		t.Fatal("peek returned an expired item")
+	}
+	if _, ok := c.Peek(nil, []byte("missing"), &a); ok {
+		t.Fatal("peek hit a missing key")
+	}
+	if _, ok := c.Peek(nil, []byte("live"), &a); !ok || a.it.Fetched || a.it.LastAccess != t0 {
+		t.Fatalf("peek live: ok=%v %+v", ok, a.it)
+	}
+	if after := c.Stats(); after != before {
+		t.Fatalf("stats changed by Peek:\n got %+v\nwant %+v", after, before)
+	}
+	if it, _ := get(c, "live"); it.Fetched || it.LastAccess != t0 {
+		t.Fatalf("Peek marked the item accessed: %+v", it)
+	}
+}

@@ -17,8 +17,6 @@ const (
 	Deleted                       // delete removed a live item
 	Touched                       // touch set a new exptime
 	NonNumeric                    // incr/decr on a value that is not a decimal number
-	Hit                           // lookup found a live item
-	Miss                          // lookup found nothing
 )
 
 var outcomeNames = [...]string{
@@ -31,8 +29,6 @@ var outcomeNames = [...]string{
 	Deleted:    "Deleted",
 	Touched:    "Touched",
 	NonNumeric: "NonNumeric",
-	Hit:        "Hit",
-	Miss:       "Miss",
 }
 
 // String returns the outcome's name, e.g. "NotStored".

@@ -2,29 +2,29 @@ package cache
 
 import "github.com/dgryski/go-tinylfu"
 
-// Sizing of each shard's tinylfu. Its capacity is an item count while the budget is in bytes, so
-// the capacity follows the byte budget divided by the mean cost of live items: then tinylfu's
-// admission and eviction decide what stays, and byte-pressure evictions from the list tail only
-// absorb the variance. tinylfu has no resize, so a change of capacity rebuilds the index from the
-// list. Between two rebuilds there are at least a fifth of the capacity in new entries or stores
-// (except with evictions disabled and a budget full of minimal items), so the O(capacity)
-// rebuild cost is amortized O(1) per store.
-//
-// What an index costs depends on its capacity, not on what it holds: tinylfu.New presizes a Go
-// map for it and sizes its sketch and doorkeeper from it, each rounded up to a power of two.
-// While the budget has room (the index grows rather than evicts), capacities are therefore
-// 7 x 2^k (see fitCapacity), the sizes at which none of the three wastes the rounding, and grow
-// 2x at a time (1.5x-3x from a capacity the budget set), so an early skew cannot over-allocate:
-// the index then costs 35 bytes per capacity slot, 35-70 bytes per item.
+// Sizing of each shard's tinylfu, whose capacity is an item count: it follows the budget divided
+// by the mean cost of an item, and tinylfu has no resize, so a change rebuilds the index from the
+// slot table. Between two rebuilds there are at least a fifth of the capacity in new entries or
+// stores (except with evictions disabled and a budget full of minimal items), so the rebuild
+// cost is amortized O(1) per store. An index costs what its capacity rounded up to 7 x 2^k costs
+// (see fitCapacity), so while the budget has room the index grows 2x at a time to such sizes.
 const (
 	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
-	initialCapacity = 896 // 7 x 2^7: start small, grow
+	initialCapacity = 224 // 7 x 2^5: start small, grow
 	// samplesPerEntry is tinylfu's sample size (Gets between counter halvings) per capacity
 	// slot. The TinyLFU paper uses 8-16; 7 x 2^k slots at 7 samples each fill the doorkeeper's
 	// power-of-two bit vector to 92% at its 1% false-positive rate, where 10 would double it.
 	samplesPerEntry = 7
 	fillNum         = 31 // the capacity targets fillNum/fillDen of the budget, leaving slack
-	fillDen         = 32 // for size variance so that tinylfu, not the list, mostly evicts
+	fillDen         = 32 // for size variance so that tinylfu, not byte pressure, mostly evicts
+
+	// What each part of the index costs, charged against the budget (measured with
+	// runtime.MemStats on go-tinylfu v0.1.0, T[uint64, uint32] at 7 samples per slot: 38.9 bytes
+	// per slot of fitCapacity for the presized map, the sketch and the doorkeeper; 74.5 bytes
+	// per entry for its list element and entry struct).
+	indexSlotBytes = 40
+	entryBytes     = 75
+	slotBytes      = 8 // a slot table pointer per record
 )
 
 // fitCapacity returns the smallest capacity of the form 7 x 2^k that is at least n (and at
@@ -41,75 +41,82 @@ func fitCapacity(n int) int {
 
 func identity(k uint64) uint64 { return k }
 
-// newIndexLocked replaces the index with an empty one of the given capacity. Tombstones of the
-// old index are dropped with it; live items must be re-added by the caller.
+// newIndexLocked replaces the index with an empty one of the given capacity. Stale entries of
+// the old index are dropped with it; live items must be re-added by the caller.
 func (s *shard) newIndexLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
-	s.index = tinylfu.New[uint64, *item](capacity, samplesPerEntry*capacity, identity,
-		tinylfu.OnEvict[uint64, *item](s.onEvict),
-		tinylfu.OnReplace[uint64, *item](s.onReplace))
-	s.capacity = capacity
-	s.entries, s.tombs, s.writes, s.pressure = 0, 0, 0, 0
+	s.index = tinylfu.New[uint64, uint32](capacity, samplesPerEntry*capacity, identity,
+		tinylfu.OnEvict[uint64, uint32](s.onEvict))
+	s.capacity, s.indexBytes = capacity, int64(fitCapacity(capacity))*indexSlotBytes
+	s.entries, s.writes, s.pressure = 0, 0, 0
 }
 
+// minItemCharge is the smallest charge of one item: an empty record, its slot, its index entry
+// and an index slot.
+var minItemCharge = int64(sizeClass(hdrSize+1)) + slotBytes + entryBytes + indexSlotBytes
+
 // targetCapacity is the item count that fills fillNum/fillDen of the budget at the mean cost of
-// the live items plus, if extra > 0, one more item costing extra.
+// the live items plus, if extra > 0, one more record charging extra. The index slots are
+// charged at fitCapacity, which is what the index allocates for any capacity up to it.
 func (s *shard) targetCapacity(extra int64) int {
-	n, b := int64(s.lru.n), s.bytes
+	n, b := int64(s.n), s.recBytes
 	if extra > 0 {
 		n, b = n+1, b+extra
 	}
 	if n == 0 {
 		return s.capacity
 	}
-	mean := max(b/n, ItemOverhead+1)
-	t := s.cfg.budget / fillDen * fillNum / mean
+	room, per := s.cfg.budget/fillDen*fillNum, b/n+entryBytes
+	t := room / (per + indexSlotBytes)
+	t = (room - int64(fitCapacity(int(t)))*indexSlotBytes) / per
 	return int(min(max(t, minCapacity), int64(s.cfg.maxCap)))
 }
 
 // beforeInsertLocked runs before a new entry is added to the index. When the index is full,
 // tinylfu would evict; it rebuilds first if live items fill at least half of it and the byte
-// budget has room for clearly more (grow), if tombstones fill a quarter of it (purge), or, with
-// evictions disabled, whenever it can, since then only a full byte budget may refuse a store.
-func (s *shard) beforeInsertLocked(cost int64) {
+// budget has room for clearly more (grow), if stale entries fill a quarter of it (purge), or,
+// with evictions disabled, whenever it can, since then only a full byte budget may refuse a
+// store. It reports false only with evictions disabled, when the index can neither drop a stale
+// entry nor grow within the budget: the store must fail.
+func (s *shard) beforeInsertLocked(charge int64) bool {
 	if s.entries < s.capacity {
-		return
+		return true
 	}
-	target := s.targetCapacity(cost)
+	target := s.targetCapacity(charge)
 	c := s.capacity
+	stale := s.entries - s.n
 	switch {
 	case s.cfg.disableEvictions:
+		grow, room := min(2*c, s.cfg.maxCap), s.cfg.budget-s.used()-charge-entryBytes
 		switch {
-		case s.tombs >= c/4:
+		case stale < c/4 && grow > c && int64(fitCapacity(grow)-fitCapacity(c))*indexSlotBytes <= room:
+			s.rebuildLocked(grow)
+		case stale > 0:
 			s.rebuildLocked(c)
-		case c < s.cfg.maxCap:
-			s.rebuildLocked(min(2*c, s.cfg.maxCap))
-		case s.tombs > 0:
-			// Only reachable when the budget is full of minimal items; not amortized, but a
-			// live item must not be evicted.
-			s.rebuildLocked(c)
+		default:
+			return false
 		}
-	case target >= c+c/4 && s.lru.n >= c/2:
+	case target >= c+c/4 && s.n >= c/2:
 		grow := fitCapacity(c + c/2)
 		if target < grow+grow/4 {
 			grow = target // the budget's capacity is near: take it now, it would not grow again
 		}
 		s.rebuildLocked(min(grow, s.cfg.maxCap))
-	case s.tombs >= c/4:
+	case stale >= c/4:
 		if target <= c*4/5 {
 			c = target
 		}
 		s.rebuildLocked(c)
 	}
+	return true
 }
 
-// maintainLocked runs after every store: it advances the expiry sweep and, when byte-pressure
-// evictions keep happening (an eighth of the capacity since the last rebuild) while the index
-// holds over 3% more items than the budget fits at the current mean cost, shrinks the index so
-// that tinylfu, not the list, does the evicting again.
+// maintainLocked runs after every store: when byte-pressure evictions keep happening (an eighth
+// of the capacity since the last rebuild) while the index holds over 3% more items than the
+// budget fits at the current mean cost, it shrinks the index so that tinylfu, not byte pressure,
+// does the evicting again.
 func (s *shard) maintainLocked() {
 	s.writes++
-	s.sweepLocked()
 	c := s.capacity
 	if s.pressure < c/8 || s.writes < c/4 {
 		return
@@ -120,20 +127,21 @@ func (s *shard) maintainLocked() {
 }
 
 // rebuildLocked replaces the index with one of the given capacity holding exactly the live
-// items, re-added from the cold end so recency order carries over. Live items beyond the
-// capacity are evicted from the cold end first, so the fresh index admits every one of them.
-// Frequency history is lost; tombstones are dropped.
+// items, re-added in slot order. Live items beyond the capacity are evicted first (the least
+// recently accessed under the hand), so the fresh index admits every one of them. Frequency and
+// recency history is lost; stale entries are dropped.
 func (s *shard) rebuildLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
-	for s.lru.n > capacity {
-		s.evictLocked(s.lru.tail)
+	for s.n > capacity {
+		victim, _ := s.sampleLocked(nil)
+		s.dropLocked(victim)
 	}
 	s.newIndexLocked(capacity)
 	s.st.Rebuilds++
-	for it := s.lru.tail; it != nil; {
-		prev := it.prev
-		s.index.Add(s.hash(it.key()), it)
-		s.entries++
-		it = prev
+	for i, p := range s.slots {
+		if p != nil {
+			s.index.Add(s.hash(recordAt(p).key()), uint32(i))
+			s.entries++
+		}
 	}
 }

@@ -9,7 +9,7 @@ func shardStats(c *Cache) (capacity, entries, tombs, live int) {
 	s := &c.shards[0]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.capacity, s.entries, s.tombs, s.lru.n
+	return s.capacity, s.entries, s.entries - s.n, s.n
 }
 
 // TestPolicyGrows: while the byte budget has room, a full index grows instead of evicting.
@@ -53,7 +53,7 @@ func TestPolicyShrinks(t *testing.T) {
 	shrunk, _, _, live := shardStats(c)
 	st := c.Stats()
 	t.Logf("capacity %d -> %d, live %d, rebuilds %d, hits %d misses %d", grown, shrunk, live, st.Rebuilds, st.GetHits, st.GetMisses)
-	target := (1 << 20) / (4000 + 4 + ItemOverhead)
+	target := int((1 << 20) / itemCharge(4, 4000))
 	if shrunk > 2*target || shrunk >= grown {
 		t.Fatalf("capacity %d after big items, want about %d (was %d)", shrunk, target, grown)
 	}
@@ -106,8 +106,7 @@ func TestPolicyPurgesTombstones(t *testing.T) {
 func TestAdmissionResistsScan(t *testing.T) {
 	const hot = 200
 	val := make([]byte, 100)
-	cost := int64(len(val) + 8 + ItemOverhead)
-	c, _ := newTestCache(t, Config{MaxBytes: 1000 * cost, MaxItemSize: 1024, Shards: 1})
+	c, _ := newTestCache(t, Config{MaxBytes: 1000 * itemCharge(8, len(val)), MaxItemSize: 1024, Shards: 1})
 	for i := range 1000 {
 		c.Store(Set, fmt.Appendf(nil, "h%07d", i), val, 0, 0, 0)
 	}

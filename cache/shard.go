@@ -4,28 +4,33 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sync"
+	"unsafe"
 
 	"github.com/dgryski/go-tinylfu"
 )
 
-// shard is one lock domain of the cache: a tinylfu index (admission and count-based eviction,
-// keyed by the key's 64-bit hash), an intrusive list of live items (byte-pressure eviction,
-// expiry sweep, rebuilds) and exact byte accounting. Invariants, with mu held between operations:
-// every live item is both linked in lru and in index; tombstones are only in index;
-// entries == live + tombs; bytes == sum of live costs <= budget.
+// shard is one lock domain of the cache (see the package comment). A stale index entry points
+// at a free slot or at a slot another key reused: lookups compare the stored key, and onEvict
+// only drops a record whose key hashes to the evicted entry. Invariants, with mu held between
+// operations: every record in slots has an index entry pointing at its slot; entries == live
+// items + stale entries; used() <= budget.
 type shard struct {
 	mu sync.Mutex
 
 	// All fields below are guarded by mu.
-	index    *tinylfu.T[uint64, *item]
-	lru      list
-	bytes    int64 // key+value+ItemOverhead of live items
-	entries  int   // index entries: live items plus tombstones
-	tombs    int   // tombstones in index
-	capacity int   // index capacity (an item count)
-	writes   int   // stores since the last rebuild
-	pressure int   // byte-pressure evictions of live items since the last rebuild
-	st       Stats // counters (only the counter fields are used)
+	index      *tinylfu.T[uint64, uint32]
+	slots      []*byte  // first byte of each slot's record; nil for a free slot
+	free       []uint32 // free slots, reused last in first out
+	n          int      // live items
+	bytes      int64    // key+value+ItemOverhead of live items (the bytes statistic)
+	recBytes   int64    // charge of the live records (size classes and slots)
+	entries    int      // index entries: live items plus stale entries
+	capacity   int      // index capacity (an item count)
+	indexBytes int64    // what the index's capacity costs: fitCapacity(capacity) slots
+	writes     int      // stores since the last rebuild
+	pressure   int      // byte-pressure evictions since the last rebuild
+	hand       int      // next slot the byte-pressure eviction scan looks at
+	st         Stats    // counters (only the counter fields are used)
 
 	// State of the operation in progress, set by begin.
 	now   int64
@@ -40,7 +45,7 @@ type shard struct {
 type shardConfig struct {
 	seed             maphash.Seed
 	budget           int64 // bytes per shard
-	maxItem          int64 // largest item cost
+	maxItem          int64 // largest item size (key+value+ItemOverhead)
 	maxCap           int   // largest index capacity: the budget filled with minimal items
 	disableEvictions bool
 }
@@ -57,178 +62,183 @@ func (s *shard) begin(now int64, fl *flushState) {
 
 func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) }
 
-// findLocked looks key up. slot is the index entry for the key's hash (the live item, a
-// tombstone, or a colliding key's item) or nil; it is the valid live item for key or nil. An
-// expired or flushed item found for key is turned into a tombstone and counted, as memcached's
-// do_item_get does for every command.
-func (s *shard) findLocked(h uint64, key []byte) (slot, it *item) {
-	slot, ok := s.index.Get(h)
-	if !ok {
-		return nil, nil
+// used is what the shard charges against its budget: the records and their slots, tinylfu's
+// entries and its capacity (map, sketch and doorkeeper are sized by capacity).
+func (s *shard) used() int64 {
+	return s.recBytes + int64(s.entries)*entryBytes + s.indexBytes
+}
+
+func (s *shard) record(i uint32) record { return recordAt(s.slots[i]) }
+
+// findLocked looks key up. entry reports whether the index has an entry for the key's hash and
+// i is its slot; r is the live record for key, or nil. An expired or flushed record found for
+// key is dropped and counted, as memcached's do_item_get does for every command.
+func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record) {
+	i, entry = s.index.Get(h)
+	if !entry {
+		return 0, false, nil
 	}
-	if !slot.live() || !bytes.Equal(slot.key(), key) {
-		return slot, nil
+	if r = s.record(i); r == nil || !bytes.Equal(r.key(), key) {
+		return i, true, nil
 	}
 	switch {
-	case slot.expired(s.now):
+	case r.expired(s.now):
 		s.st.GetExpired++
-		s.killLocked(slot)
-		return slot, nil
-	case s.flush.flushed(slot, s.now):
+		s.killLocked(i)
+		return i, true, nil
+	case s.flush.flushed(r, s.now):
 		s.st.GetFlushed++
-		s.killLocked(slot)
-		return slot, nil
+		s.killLocked(i)
+		return i, true, nil
 	}
-	return slot, slot
+	return i, true, r
 }
 
-// touchLocked records a read access: the item is fetched, accessed now and most recently used.
-func (s *shard) touchLocked(it *item) {
-	it.state |= stFetched
-	it.atime = atime32(s.now)
-	s.lru.moveToFront(it)
+// touchLocked records a read access: the item is fetched and accessed now.
+func (s *shard) touchLocked(r record) {
+	r.setState(r.state() | stFetched)
+	r.setAtime(atime32(s.now))
 }
 
-// invalidLocked reports whether a live item is expired or flushed.
-func (s *shard) invalidLocked(it *item) bool {
-	return it.expired(s.now) || s.flush.flushed(it, s.now)
+// invalidLocked reports whether a live record is expired or flushed.
+func (s *shard) invalidLocked(r record) bool {
+	return r.expired(s.now) || s.flush.flushed(r, s.now)
 }
 
-// killLocked turns a live item into a tombstone: unlinked, uncounted, buffer dropped, but still
-// in the index so tinylfu keeps its history and can evict the entry later.
-func (s *shard) killLocked(it *item) {
-	s.lru.remove(it)
-	s.bytes -= it.cost()
-	it.buf = nil
-	it.state = 0
-	s.tombs++
+// putLocked places a new record in a free slot and accounts it; the caller indexes the slot.
+func (s *shard) putLocked(r record) uint32 {
+	var i uint32
+	if n := len(s.free); n > 0 {
+		i, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		s.slots = append(s.slots, nil)
+		i = uint32(len(s.slots) - 1)
+	}
+	s.slots[i] = unsafe.SliceData(r)
+	s.n++
+	s.bytes += r.size()
+	s.recBytes += r.charge()
+	return i
 }
 
-// countGoneLocked counts an item the cache drops without being asked to: a reclaim when it was
-// expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the same).
-func (s *shard) countGoneLocked(it *item) {
-	fetched := it.state&stFetched != 0
-	if s.invalidLocked(it) {
+// replaceLocked makes slot i, which holds old, hold r instead (r may be old rewritten in place).
+func (s *shard) replaceLocked(i uint32, old, r record) {
+	s.slots[i] = unsafe.SliceData(r)
+	s.bytes += r.size() - old.size()
+	s.recBytes += r.charge() - old.charge()
+}
+
+// killLocked drops the live record in slot i and frees the slot. Its index entry stays, stale.
+func (s *shard) killLocked(i uint32) {
+	r := s.record(i)
+	s.n--
+	s.bytes -= r.size()
+	s.recBytes -= r.charge()
+	s.slots[i] = nil
+	s.free = append(s.free, i)
+}
+
+// dropLocked drops the record in slot i without being asked to and counts it: a reclaim when it
+// was expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the same).
+func (s *shard) dropLocked(i uint32) {
+	r := s.record(i)
+	unfetched := uint64(^r.state() & stFetched) // stFetched is bit 0
+	if s.invalidLocked(r) {
 		s.st.Reclaimed++
-		if !fetched {
-			s.st.ExpiredUnfetched++
-		}
-		return
+		s.st.ExpiredUnfetched += unfetched
+	} else {
+		s.st.Evictions++
+		s.st.EvictedUnfetched += unfetched
 	}
-	s.st.Evictions++
-	if !fetched {
-		s.st.EvictedUnfetched++
-	}
+	s.killLocked(i)
 }
 
-// evictLocked drops a live item to make room and counts it.
-func (s *shard) evictLocked(it *item) {
-	s.countGoneLocked(it)
-	s.killLocked(it)
-}
-
-// onEvict is tinylfu's eviction callback; it runs inside index.Add, under mu. The entry has left
-// the index: a tombstone just disappears, a live item is dropped and counted.
-func (s *shard) onEvict(_ uint64, it *item) {
+// onEvict is tinylfu's eviction callback; it runs inside index.Add, under mu. The entry has
+// left the index; if its slot still holds the record it was added for (and not a record of
+// another key that reused a stale entry's slot), that item is dropped and counted.
+func (s *shard) onEvict(h uint64, i uint32) {
 	s.entries--
-	if !it.live() {
-		s.tombs--
-		return
+	if r := s.record(i); r != nil && s.hash(r.key()) == h {
+		s.dropLocked(i)
 	}
-	s.countGoneLocked(it)
-	s.lru.remove(it)
-	s.bytes -= it.cost()
-	it.buf = nil
-	it.state = 0
 }
 
-// onReplace is tinylfu's replacement callback. The shard never adds a key that is already in the
-// index (it revives the existing entry instead), so this only keeps the accounting right should
-// that ever change.
-func (s *shard) onReplace(_ uint64, old *item) {
-	if !old.live() {
-		s.tombs--
-		return
-	}
-	s.lru.remove(old)
-	s.bytes -= old.cost()
-	old.buf = nil
-	old.state = 0
-}
+// scanWidth is how many slots the byte-pressure eviction looks at for each victim: expired or
+// flushed items among them go first, else the least recently accessed live one (memcached's
+// lru_pull_tail looks at 5 items of its tail).
+const scanWidth = 8
 
-// tailScan is how many items at the cold end makeRoomLocked checks for expired ones before it
-// evicts (memcached's lru_pull_tail looks at 5).
-const tailScan = 5
-
-// makeRoomLocked frees bytes until need more fit in the budget: first expired or flushed items
-// near the cold end, then (unless evictions are disabled) live items from the cold end. keep is
-// never removed. It reports whether the room was made.
-func (s *shard) makeRoomLocked(need int64, keep *item) bool {
-	if s.bytes+need <= s.cfg.budget {
-		return true
-	}
-	it := s.lru.tail
-	for n := 0; n < tailScan && it != nil && s.bytes+need > s.cfg.budget; n++ {
-		prev := it.prev
-		if it != keep && s.invalidLocked(it) {
-			s.reclaimLocked(it)
-		}
-		it = prev
-	}
-	if s.bytes+need <= s.cfg.budget {
-		return true
-	}
-	if s.cfg.disableEvictions {
-		return false
-	}
-	for s.bytes+need > s.cfg.budget {
-		victim := s.lru.tail
-		if victim == keep {
-			victim = victim.prev
-		}
-		if victim == nil {
+// makeRoomLocked frees records until need more bytes fit in the budget: expired or flushed
+// items first, then (unless evictions are disabled) the least recently accessed of scanWidth
+// live items under the hand. keep is never removed. It reports whether the room was made.
+//
+// This is the only eviction besides tinylfu's own: tinylfu counts items, so when the items are
+// larger than the index capacity assumed, bytes run out before the count does. The policy keeps
+// the capacity at what the budget holds (see policy.go), so this mostly absorbs the variance.
+func (s *shard) makeRoomLocked(need int64, keep record) bool {
+	for s.used()+need > s.cfg.budget {
+		victim, ok := s.sampleLocked(keep)
+		switch {
+		case !ok:
 			return false
+		case s.cfg.disableEvictions && !s.invalidLocked(s.record(victim)):
+			// Only expired items may go: drop them all, then give up if that is not enough.
+			s.purgeLocked(keep, true)
+			return s.used()+need <= s.cfg.budget
+		case !s.invalidLocked(s.record(victim)):
+			s.pressure++
+			s.st.ByteEvictions++
 		}
-		s.evictLocked(victim)
-		s.pressure++
-		s.st.ByteEvictions++
+		s.dropLocked(victim)
 	}
 	return true
 }
 
-// reclaimLocked drops an expired or flushed item found by a scan and counts it.
-func (s *shard) reclaimLocked(it *item) {
-	s.st.Reclaimed++
-	if it.state&stFetched == 0 {
-		s.st.ExpiredUnfetched++
+// sampleLocked moves the hand over the slots until it has seen scanWidth live records other
+// than keep, and returns the slot of the first expired or flushed one, or else of the one
+// accessed longest ago; false if there is no record but keep.
+func (s *shard) sampleLocked(keep record) (uint32, bool) {
+	var best, bestAt uint32
+	seen := 0
+	for tries := 0; tries < len(s.slots) && seen < scanWidth; tries++ {
+		i := uint32(s.advanceHand())
+		r := s.record(i)
+		if r == nil || sameRecord(r, keep) {
+			continue
+		}
+		if s.invalidLocked(r) {
+			return i, true
+		}
+		if seen == 0 || r.atime() < bestAt {
+			best, bestAt = i, r.atime()
+		}
+		seen++
 	}
-	s.killLocked(it)
+	return best, seen > 0
 }
 
-// sweepPerStore is how many items each store examines for expiry, so expired memory comes back
-// within about live/sweepPerStore stores even for keys nobody asks for again.
-const sweepPerStore = 2
+// sameRecord reports whether a and b are the same record.
+func sameRecord(a, b record) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 
-// sweepLocked advances the expiry sweep by a bounded number of items.
-func (s *shard) sweepLocked() {
-	for range sweepPerStore {
-		it := s.lru.sweepNext()
-		if it == nil {
-			return
-		}
-		if s.invalidLocked(it) {
-			s.reclaimLocked(it)
-		}
+// advanceHand returns the hand's slot and moves it on, wrapping at the end of the table.
+func (s *shard) advanceHand() int {
+	if s.hand >= len(s.slots) {
+		s.hand = 0
 	}
+	s.hand++
+	return s.hand - 1
 }
 
-// purgeFlushedLocked drops every flushed item (after a flush_all that takes effect at once).
-func (s *shard) purgeFlushedLocked() {
-	for it := s.lru.tail; it != nil; {
-		prev := it.prev
-		if s.flush.flushed(it, s.now) {
-			s.killLocked(it)
+// purgeLocked drops every expired or flushed record but keep, counted as reclaims when count
+// is set (an immediate flush_all frees its items uncounted).
+func (s *shard) purgeLocked(keep record, count bool) {
+	for i, p := range s.slots {
+		if r := recordAt(p); r != nil && !sameRecord(r, keep) && s.invalidLocked(r) {
+			if count {
+				s.dropLocked(uint32(i))
+			} else {
+				s.killLocked(uint32(i))
+			}
 		}
-		it = prev
 	}
 }

@@ -9,13 +9,15 @@ type ShardStats struct {
 
 	Items         uint64 // live items
 	Bytes         uint64 // key+value+ItemOverhead of live items
+	Used          uint64 // bytes charged against the budget: records, slots and the index
 	Budget        uint64 // the shard's byte budget (MaxBytes / shards)
 	IndexCapacity uint64 // tinylfu capacity (items)
-	IndexEntries  uint64 // tinylfu entries: live items plus tombstones
-	Tombstones    uint64 // deleted, expired or evicted entries still in tinylfu
+	IndexEntries  uint64 // tinylfu entries: live items plus stale entries
+	Tombstones    uint64 // stale entries: deleted, expired or evicted items still in tinylfu
 
 	// Age is how many seconds ago the least recently used live item was last accessed, by the
-	// cache clock (memcached's items:N:age); 0 for an empty shard.
+	// cache clock (memcached's items:N:age); 0 for an empty shard. Finding it reads every
+	// record of the shard.
 	Age int64
 
 	Counters Stats
@@ -31,16 +33,17 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 		s.mu.Lock()
 		ss := ShardStats{
 			Shard:         i,
-			Items:         uint64(s.lru.n),
+			Items:         uint64(s.n),
 			Bytes:         uint64(s.bytes),
+			Used:          uint64(s.used()),
 			Budget:        uint64(s.cfg.budget),
 			IndexCapacity: uint64(s.capacity),
 			IndexEntries:  uint64(s.entries),
-			Tombstones:    uint64(s.tombs),
+			Tombstones:    uint64(s.entries - s.n),
 			Counters:      s.st,
 		}
-		if t := s.lru.tail; t != nil {
-			ss.Age = max(now-int64(t.atime), 0)
+		if oldest, ok := s.oldestLocked(); ok {
+			ss.Age = max(now-oldest, 0)
 		}
 		s.mu.Unlock()
 		dst = append(dst, ss)
@@ -50,3 +53,15 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 
 // Shards returns the number of shards (fixed at New).
 func (c *Cache) Shards() int { return len(c.shards) }
+
+// oldestLocked returns the earliest last-access time of the shard's live records; false if it
+// has none.
+func (s *shard) oldestLocked() (int64, bool) {
+	oldest, ok := uint32(0), false
+	for _, p := range s.slots {
+		if r := recordAt(p); r != nil && (!ok || r.atime() < oldest) {
+			oldest, ok = r.atime(), true
+		}
+	}
+	return int64(oldest), ok
+}

@@ -1,5 +1,7 @@
 package cache
 
+import "unsafe"
+
 // Stats is a snapshot of the cache's counters and gauges. Field names follow memcached's stats
 // names (CmdGet is cmd_get); AppendFields lists them with those names in memcached's order.
 // Counters cover every shard; ResetStats zeroes the counters but not the gauges.
@@ -37,11 +39,12 @@ type Stats struct {
 
 	// tandem-specific, not in memcached's stats.
 	Shards        uint64 // gauge: shard count
+	Used          uint64 // gauge: bytes charged against MaxBytes (records, slots and the index)
 	IndexCapacity uint64 // gauge: sum of the shards' tinylfu capacities (items)
-	IndexEntries  uint64 // gauge: tinylfu entries (live items plus tombstones)
-	Tombstones    uint64 // gauge: deleted, expired or evicted entries still remembered by tinylfu
-	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, tombstone purge)
-	ByteEvictions uint64 // evictions made by byte pressure (from the list's cold end), not by tinylfu
+	IndexEntries  uint64 // gauge: tinylfu entries (live items plus stale entries)
+	Tombstones    uint64 // gauge: stale entries: deleted, expired or evicted items still in tinylfu
+	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, stale entry purge)
+	ByteEvictions uint64 // evictions made by byte pressure (shard.go's scan), not by tinylfu
 }
 
 // StatField is one named statistic.
@@ -88,36 +91,18 @@ func (s *Stats) AppendFields(dst []StatField) []StatField {
 	)
 }
 
-// addCounters adds o's counters (not its gauges) to s.
+// array views s as its uint64 fields, in order.
+func (s *Stats) array() *[unsafe.Sizeof(Stats{}) / 8]uint64 {
+	return (*[unsafe.Sizeof(Stats{}) / 8]uint64)(unsafe.Pointer(s))
+}
+
+// addCounters adds o's fields to s. Every field of Stats is a uint64, and the gauges are zero
+// in the shards' Stats (only the aggregate sets them), so all of them are added.
 func (s *Stats) addCounters(o *Stats) {
-	s.CmdGet += o.CmdGet
-	s.CmdSet += o.CmdSet
-	s.CmdFlush += o.CmdFlush
-	s.CmdTouch += o.CmdTouch
-	s.GetHits += o.GetHits
-	s.GetMisses += o.GetMisses
-	s.GetExpired += o.GetExpired
-	s.GetFlushed += o.GetFlushed
-	s.DeleteMisses += o.DeleteMisses
-	s.DeleteHits += o.DeleteHits
-	s.IncrMisses += o.IncrMisses
-	s.IncrHits += o.IncrHits
-	s.DecrMisses += o.DecrMisses
-	s.DecrHits += o.DecrHits
-	s.CasMisses += o.CasMisses
-	s.CasHits += o.CasHits
-	s.CasBadval += o.CasBadval
-	s.TouchHits += o.TouchHits
-	s.TouchMisses += o.TouchMisses
-	s.StoreTooLarge += o.StoreTooLarge
-	s.StoreNoMemory += o.StoreNoMemory
-	s.TotalItems += o.TotalItems
-	s.ExpiredUnfetched += o.ExpiredUnfetched
-	s.EvictedUnfetched += o.EvictedUnfetched
-	s.Evictions += o.Evictions
-	s.Reclaimed += o.Reclaimed
-	s.Rebuilds += o.Rebuilds
-	s.ByteEvictions += o.ByteEvictions
+	dst, src := s.array(), o.array()
+	for i := range dst {
+		dst[i] += src[i]
+	}
 }
 
 // Stats returns a snapshot of the counters and gauges. It takes each shard's lock briefly, one
@@ -133,10 +118,11 @@ func (c *Cache) Stats() Stats {
 		s.mu.Lock()
 		st.addCounters(&s.st)
 		st.Bytes += uint64(s.bytes)
-		st.CurrItems += uint64(s.lru.n)
+		st.CurrItems += uint64(s.n)
+		st.Used += uint64(s.used())
 		st.IndexCapacity += uint64(s.capacity)
 		st.IndexEntries += uint64(s.entries)
-		st.Tombstones += uint64(s.tombs)
+		st.Tombstones += uint64(s.entries - s.n)
 		s.mu.Unlock()
 	}
 	return st

@@ -1,104 +1,103 @@
 package cache
 
-// storeLocked implements Cache.Store under s.mu.
-func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64) {
-	cost := int64(len(key)+len(value)) + ItemOverhead
-	if cost > s.cfg.maxItem || len(key) > MaxKeyLen {
-		// memcached fails the allocation before reading the data: cmd_set is not counted,
-		// and a set must not leave the old value visible.
-		s.st.StoreTooLarge++
-		if mode == Set {
-			if _, old := s.findLocked(h, key); old != nil {
-				s.killLocked(old)
-			}
-		}
-		return TooLarge, 0
+// storeLocked implements Cache.Store under s.mu. It returns the outcome, the new cas id (visible
+// form) and, when Stored and visible, the record written (valid under s.mu until the next change).
+func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64, record) {
+	size := int64(len(key)+len(value)) + ItemOverhead
+	if size > s.cfg.maxItem || len(key) > MaxKeyLen {
+		// memcached fails the allocation before reading the data: cmd_set is not counted.
+		s.rejectTooLargeLocked(mode, h, key)
+		return TooLarge, 0, nil
 	}
-	slot, it := s.findLocked(h, key)
-	if out, ok := s.checkModeLocked(c, mode, it, cas); !ok {
+	i, entry, old := s.findLocked(h, key)
+	if out, ok := s.checkModeLocked(c, mode, old, cas); !ok {
 		s.st.CmdSet++
-		return out, 0
+		return out, 0, nil
 	}
 	exp := time32(AbsExptime(exptime, s.now))
 	if mode == Append || mode == Prepend {
-		flags, exp = it.flags, it.exptime
-		cost += int64(len(it.value()))
-		if cost > s.cfg.maxItem {
+		flags, exp = old.flags(), old.exptime()
+		size += int64(len(old.value()))
+		if size > s.cfg.maxItem {
 			s.st.CmdSet++ // memcached: the combined item cannot be allocated -> NOT_STORED
-			return NotStored, 0
+			return NotStored, 0, nil
 		}
 	}
 	if exp != 0 && int64(exp) <= s.now {
 		// Stored but already expired: the old item goes and nothing new becomes visible.
-		if it != nil {
-			s.killLocked(it)
+		if old != nil {
+			s.killLocked(i)
 		}
-		return s.storedLocked(c, mode, c.nextCAS())
+		out, id := s.storedLocked(c, mode, c.nextCAS())
+		return out, id, nil
 	}
-	if slot != nil && slot.live() && slot != it {
-		s.killLocked(slot) // a 64-bit hash collision: the new key replaces the other one
+	if entry && old == nil {
+		if other := s.record(i); other != nil && s.hash(other.key()) == h {
+			s.killLocked(i) // a 64-bit hash collision: the new key replaces the other one
+		}
 	}
-	var old int64
-	if it != nil {
-		old = it.cost()
+	charge := int64(sizeClass(int(size)-ItemOverhead+hdrSize)) + slotBytes
+	var oldCharge int64
+	if old != nil {
+		oldCharge = old.charge()
+	} else if !entry {
+		if !s.beforeInsertLocked(charge) {
+			s.st.StoreNoMemory++
+			return NoMemory, 0, nil
+		}
+		charge += entryBytes
 	}
-	if !s.makeRoomLocked(cost-old, it) {
+	if !s.makeRoomLocked(charge-oldCharge, old) {
 		s.st.StoreNoMemory++
-		if mode == Set && it != nil {
-			s.killLocked(it)
+		if mode == Set && old != nil {
+			s.killLocked(i)
 		}
-		return NoMemory, 0
+		return NoMemory, 0, nil
 	}
-	switch {
-	case it != nil: // overwrite in place; the index entry stays
-		it.fill(key, mode, value)
-		s.bytes += cost - old
-		s.lru.moveToFront(it)
-	case slot != nil: // revive the tombstone; its index entry (and history) stays
-		it = slot
-		it.fill(key, mode, value)
-		s.tombs--
-		s.bytes += cost
-		s.lru.pushFront(it)
-	default:
-		s.beforeInsertLocked(cost)
-		it = &item{}
-		it.fill(key, mode, value)
-		s.bytes += cost
-		s.lru.pushFront(it)
+	r := build(old, key, mode, value)
+	if old != nil {
+		s.replaceLocked(i, old, r)
+	} else {
+		i = s.putLocked(r)
 	}
 	id := c.nextCAS()
-	it.flags, it.exptime, it.cas = flags, exp, id
-	it.atime = atime32(s.now)
-	it.state = stLive
-	if it != slot {
-		// New entry: tinylfu may evict another entry (or reject an older candidate leaving its
-		// window) through onEvict; it never evicts the entry being added.
-		s.index.Add(h, it)
-		s.entries++
+	r.setCAS(id)
+	r.setFlags(flags)
+	r.setExptime(exp)
+	r.setAtime(atime32(s.now))
+	r.setState(0)
+	if old == nil {
+		// A new entry (tinylfu may evict another one, or reject an older candidate leaving
+		// its window, through onEvict; never the entry being added), or a stale entry that
+		// now points at the new slot.
+		if !entry {
+			s.entries++
+		}
+		s.index.Add(h, i)
 	}
-	return s.storedLocked(c, mode, id)
+	out, id := s.storedLocked(c, mode, id)
+	return out, id, r
 }
 
-// checkModeLocked applies the mode's precondition to the live item it (nil if missing) and
+// checkModeLocked applies the mode's precondition to the live record r (nil if missing) and
 // returns the failing outcome and false, or true to go on.
-func (s *shard) checkModeLocked(c *Cache, mode StoreMode, it *item, cas uint64) (Outcome, bool) {
+func (s *shard) checkModeLocked(c *Cache, mode StoreMode, r record, cas uint64) (Outcome, bool) {
 	switch mode {
 	case Add:
-		if it != nil {
+		if r != nil {
 			return NotStored, false
 		}
 	case Replace, Append, Prepend:
-		if it == nil {
+		if r == nil {
 			return NotStored, false
 		}
 	case CAS:
-		if it == nil {
+		if r == nil {
 			s.st.CasMisses++
 			return NotFound, false
 		}
 		// With DisableCAS, memcached -C answers EXISTS to every cas on a live item.
-		if c.disableCAS || it.cas != cas {
+		if c.disableCAS || r.cas() != cas {
 			s.st.CasBadval++
 			return Exists, false
 		}
@@ -113,4 +112,24 @@ func (s *shard) storedLocked(c *Cache, mode StoreMode, id uint64) (Outcome, uint
 		s.st.CasHits++
 	}
 	return Stored, c.visibleCAS(id)
+}
+
+// RejectTooLarge records a store refused before its value was read (the
+// protocol layer saw a declared length over the item size limit): it counts
+// store_too_large and, for a set, removes the old item so that a failed set
+// never leaves a stale value visible, as memcached does.
+func (c *Cache) RejectTooLarge(mode StoreMode, key []byte) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	s.rejectTooLargeLocked(mode, h, key)
+}
+
+// rejectTooLargeLocked implements RejectTooLarge under s.mu.
+func (s *shard) rejectTooLargeLocked(mode StoreMode, h uint64, key []byte) {
+	s.st.StoreTooLarge++
+	if mode == Set {
+		if i, _, old := s.findLocked(h, key); old != nil {
+			s.killLocked(i)
+		}
+	}
 }

@@ -57,7 +57,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVar(&c.ReusePort, "reuseport", false, "SO_REUSEPORT: one listening socket per event loop")
 
 	// Memory and items.
-	fs.Int64VarP(&c.MemoryMB, "memory-limit", "m", 64, "item memory in megabytes (key+value+48 bytes per item)")
+	fs.Int64VarP(&c.MemoryMB, "memory-limit", "m", 64, "memory for items in megabytes, their index included (the process needs about 1.1x this plus 10-20 MB)")
 	fs.StringVarP(&itemSize, "max-item-size", "I", "1m", "max item size, bytes with optional k/m suffix (key+value+48 bytes must fit; 1k..1024m)")
 	fs.BoolVarP(&c.DisableEvictions, "disable-evictions", "M", false, "return an error on memory exhausted instead of evicting items")
 	fs.BoolVarP(&c.DisableCAS, "disable-cas", "C", false, "report CAS uniques as 0")

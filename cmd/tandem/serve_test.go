@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -39,5 +43,33 @@ func TestSpareProcessor(t *testing.T) {
 				t.Errorf("GOMAXPROCS %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestExpiredItemsReclaimedWithoutTraffic: items whose TTL passed leave curr_items and bytes
+// with no request touching them, through the background sweep (memcached's LRU crawler does
+// the same). The 15 s limit is a hang guard; the sweep takes about 1-2 s here.
+func TestExpiredItemsReclaimedWithoutTraffic(t *testing.T) {
+	srv := startServer(t, "inline")
+	c := dial(t, srv.Addr)
+	var req strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&req, "set exp:%d 0 1 5 noreply\r\nhello\r\n", i)
+	}
+	req.WriteString("set keep 0 0 5\r\nhello\r\n")
+	if got := roundTrip(t, c, req.String(), len("STORED\r\n")); got != "STORED\r\n" {
+		t.Fatalf("set: %q", got)
+	}
+	var st map[string]string
+	ok := waitFor(15*time.Second, func() bool {
+		var err error
+		st, err = serverStats(srv.Addr, "")
+		return err == nil && st["curr_items"] == "1" && st["bytes"] == strconv.Itoa(len("keep")+5+48)
+	})
+	if !ok {
+		t.Fatalf("expired items not reclaimed: curr_items %s bytes %s", st["curr_items"], st["bytes"])
+	}
+	if r := statUint(t, st, "reclaimed"); r != 2000 {
+		t.Errorf("reclaimed %d, want 2000", r)
 	}
 }

@@ -1,0 +1,121 @@
+package cache
+
+// Walking the items: key dumps (memcached's lru_crawler metadump, stats cachedump) and the
+// background expiry sweep visit the slot tables a bounded number of slots per shard lock hold,
+// so a walk over a large cache needs no memory of its own and never stalls other clients for
+// long. A walk sees the items as they are when it passes them: one stored behind the cursor
+// after the walk passed is not seen, one deleted ahead of it is not seen either.
+
+// ItemMeta describes one live item to a Walk callback.
+type ItemMeta struct {
+	Key        []byte // aliases cache memory: valid during the callback only
+	Exptime    int64  // absolute unix seconds, 0 = never
+	LastAccess int64  // unix seconds of the last access
+	CAS        uint64 // 0 with DisableCAS
+	Fetched    bool   // read since it was stored
+	Class      int    // the class stats items and stats slabs report it under (shard + 1)
+	Size       int    // key+value+ItemOverhead, as counted in the bytes statistic
+	Now        int64  // the cache time of the visit, for relative TTLs
+}
+
+// Cursor is a position in a walk over the cache's items. The zero Cursor starts a walk over
+// every class; ClassCursor starts one over a single class.
+type Cursor struct {
+	shard, slot int
+	end         int // one past the last shard to visit; 0 = every shard
+	done        bool
+}
+
+// Done reports whether the walk has visited every slot.
+func (c Cursor) Done() bool { return c.done }
+
+// ClassCursor returns a Cursor for a walk over the items of one class (1-based, as reported in
+// ShardStats.Shard+1); a class out of range gives a walk that is already done.
+func (c *Cache) ClassCursor(class int) Cursor {
+	if class < 1 || class > len(c.shards) {
+		return Cursor{done: true}
+	}
+	return Cursor{shard: class - 1, end: class}
+}
+
+// walkLockHold is the most slots a walk looks at per shard lock hold.
+const walkLockHold = 1024
+
+// Walk calls fn for the live items at and after cur, looking at no more than maxSlots slots,
+// and returns the cursor to continue from. fn runs under a shard lock: it must be quick and
+// must not call into the Cache. Expired and flushed items are skipped, not reclaimed; nothing
+// about an item changes.
+func (c *Cache) Walk(cur Cursor, maxSlots int, fn func(*ItemMeta)) Cursor {
+	next, _ := c.walk(cur, maxSlots, func(s *shard, class int, _ uint32, r record) {
+		if s.invalidLocked(r) {
+			return
+		}
+		fn(&ItemMeta{
+			Key:        r.key(),
+			Exptime:    int64(r.exptime()),
+			LastAccess: int64(r.atime()),
+			CAS:        c.visibleCAS(r.cas()),
+			Fetched:    r.state()&stFetched != 0,
+			Class:      class,
+			Size:       int(r.size()),
+			Now:        s.now,
+		})
+	})
+	return next
+}
+
+// walk runs visit for every live record from cur on, looking at no more than maxSlots slots and
+// at most walkLockHold per lock hold, and returns where it stopped and how many slots it looked
+// at (a shard's end counts as one, so an empty cache still finishes).
+func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, i uint32, r record)) (Cursor, int) {
+	end := cur.end
+	if end == 0 {
+		end = len(c.shards)
+	}
+	looked := 0
+	for looked < maxSlots && !cur.done {
+		if cur.shard >= end {
+			cur.done = true
+			break
+		}
+		s := &c.shards[cur.shard]
+		now, fl := c.clock.Now(), c.flush.Load()
+		s.mu.Lock()
+		s.begin(now, fl)
+		stop := min(cur.slot+min(maxSlots-looked, walkLockHold), len(s.slots))
+		for i := cur.slot; i < stop; i++ {
+			if r := s.record(uint32(i)); r != nil {
+				visit(s, cur.shard+1, uint32(i), r)
+			}
+		}
+		atEnd := stop >= len(s.slots)
+		s.mu.Unlock()
+		looked += max(stop-cur.slot, 1)
+		cur.slot = stop
+		if atEnd {
+			cur.shard, cur.slot = cur.shard+1, 0
+		}
+	}
+	return cur, looked
+}
+
+// Maintain advances the background expiry sweep: it looks at up to maxSlots slots from where
+// the previous call stopped (the call after the last shard starts over) and reclaims every
+// expired or flushed item it finds, as memcached's LRU crawler does. It returns the number of
+// items reclaimed. The cache starts no goroutine for it: its owner calls Maintain periodically
+// (cmd/tandem does, from a ticker). Safe for concurrent use; concurrent calls share one cursor.
+func (c *Cache) Maintain(maxSlots int) int {
+	c.sweepMu.Lock()
+	defer c.sweepMu.Unlock()
+	reclaimed := 0
+	c.sweep, _ = c.walk(c.sweep, maxSlots, func(s *shard, _ int, i uint32, r record) {
+		if s.invalidLocked(r) {
+			s.dropLocked(i)
+			reclaimed++
+		}
+	})
+	if c.sweep.done {
+		c.sweep = Cursor{}
+	}
+	return reclaimed
+}
