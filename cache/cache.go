@@ -44,12 +44,20 @@ func New(cfg Config) (*Cache, error) {
 	if c.clock == nil {
 		c.clock = SystemClock()
 	}
+	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
+	// maxSmall) share pages.
+	page := min(1<<bits.Len64(uint64(budget/128)), 1<<20)
 	c.scfg = shardConfig{
 		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
 		maxCap:           int(max(budget/minItemCharge, minCapacity)),
+		maxPage:          page,
+		maxChunk:         min(page/4, maxSmall),
 		disableEvictions: cfg.DisableEvictions,
+	}
+	for c.scfg.maxCap > minCapacity && indexCharge(c.scfg.maxCap)+int64(c.scfg.maxCap)*minChunk > budget {
+		c.scfg.maxCap -= c.scfg.maxCap/16 + 1
 	}
 	for i := range c.shards {
 		c.shards[i].init(&c.scfg)
@@ -99,7 +107,7 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 		r.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	}
 	view := s.viewLocked(c, r)
-	s.touchLocked(r)
+	s.bumpLocked(r)
 	return a.AppendItem(dst, view), true
 }
 
@@ -181,7 +189,7 @@ func (c *Cache) Touch(key []byte, exptime int64) Outcome {
 	}
 	s.st.TouchHits++
 	r.setExptime(time32(AbsExptime(exptime, s.now)))
-	s.touchLocked(r)
+	s.bumpLocked(r)
 	return Touched
 }
 
@@ -210,7 +218,7 @@ func (c *Cache) FlushAll(delay int64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.begin(now, next)
-		s.purgeLocked(nil, false)
+		s.purgeLocked(noHandle, false)
 		s.mu.Unlock()
 	}
 }

@@ -69,6 +69,20 @@ func (m *model) visible(k string) *modelItem {
 	return it
 }
 
+// bump is a read access: memcached's do_item_bump without the segmented LRU.
+func (m *model) bump(it *modelItem) {
+	it.fetched = true
+	m.update(it)
+}
+
+// update is memcached's do_item_update: the access time moves only when it is over
+// ITEM_UPDATE_INTERVAL (60 s) old.
+func (m *model) update(it *modelItem) {
+	if it.atime < m.now-60 {
+		it.atime = m.now
+	}
+}
+
 func (m *model) flush(delay int64) {
 	at := m.now
 	switch {
@@ -177,7 +191,7 @@ func runModel(t *testing.T, prog []byte) {
 			if !itemEqual(a.it, want) || string(dst) != "x"+string(it.value) {
 				t.Fatalf("%s: get\n got %+v\nwant %+v", where(), a.it, want)
 			}
-			it.atime, it.fetched = m.now, true
+			m.bump(it)
 		case 8:
 			got, it := c.Delete(key), m.visible(k)
 			want := NotFound
@@ -194,7 +208,7 @@ func runModel(t *testing.T, prog []byte) {
 			if it != nil {
 				want = Touched
 				it.exp = modelExptime(exp, m.now)
-				it.atime, it.fetched = m.now, true
+				m.bump(it)
 			}
 			if got != want {
 				t.Fatalf("%s: touch %v, want %v", where(), got, want)
@@ -219,7 +233,7 @@ func runModel(t *testing.T, prog []byte) {
 				c.FlushAll(d)
 				m.flush(d)
 			} else {
-				clk.Advance(int64(arg % 4))
+				clk.Advance([]int64{0, 1, 2, 61}[arg%4]) // 61: past memcached's ITEM_UPDATE_INTERVAL
 				m.now = clk.Now()
 			}
 		}
@@ -298,11 +312,13 @@ func modelArith(m *model, k string, incr bool, delta uint64) (uint64, Outcome) {
 		n -= delta
 	}
 	s := strconv.FormatUint(n, 10)
-	if len(s) < len(it.value) {
+	if len(s) <= len(it.value) {
 		s += string(bytes.Repeat([]byte{' '}, len(it.value)-len(s)))
+		m.update(it)
+	} else {
+		it.atime = m.now // memcached links a new item
 	}
 	it.value = []byte(s)
-	it.atime = m.now
 	return n, Stored
 }
 

@@ -58,9 +58,11 @@ func (c *Cache) Shards() int { return len(c.shards) }
 // has none.
 func (s *shard) oldestLocked() (int64, bool) {
 	oldest, ok := uint32(0), false
-	for _, p := range s.slots {
-		if r := recordAt(p); r != nil && (!ok || r.atime() < oldest) {
-			oldest, ok = r.atime(), true
+	for p := range s.pages {
+		for i := range s.pages[p].carved {
+			if r := s.liveAt(handle(p, i)); r != nil && (!ok || r.atime() < oldest) {
+				oldest, ok = r.atime(), true
+			}
 		}
 	}
 	return int64(oldest), ok
