@@ -380,18 +380,22 @@ func sweepExpired(c *cache.Cache) (stop func()) {
 }
 
 // spareProcessor makes GOMAXPROCS at least one more than the event loops in
-// the gnet modes when the process has more than one CPU, unless GOMAXPROCS is
+// inline mode when the process has more than one CPU, unless GOMAXPROCS is
 // set. The loops block in epoll_wait as ordinary syscalls; when every P is
 // held by a blocked loop, the runtime's sysmon wakes every 20 µs to retake
 // them and the loops pay the slow path of exitsyscall when they wake. With
 // -t 2 on 2 cores, sysmon alone took 5.5% of the server's CPU at 1,000
 // connections, 3.1% with a spare P; with it, server CPU per request fell from
 // 7.7 to 6.8 µs (inline, 200 connections) and the single-connection rate rose
-// 22% (inline) and 20% (pool). On a single CPU the extra threads cost more
-// than sysmon does (inline -t 1 pinned to one core: 7% slower), so one CPU
-// is left alone. See docs/threads.md.
+// 22%. On a single CPU the extra threads cost more than sysmon does (inline
+// -t 1 pinned to one core: 7% slower), so one CPU is left alone.
+//
+// Pool mode keeps GOMAXPROCS as it is: there an idle P is what makes every
+// worker wake-up start a second OS thread (the runtime's wakep), and without
+// the spare P the pool ran 2-10 µs less CPU per request (-t 2, 2, 8 and 200
+// connections; docs/threads.md).
 func spareProcessor(log zerolog.Logger, mode reactor.Mode, loops int) {
-	if mode == reactor.ModeGoroutine || os.Getenv("GOMAXPROCS") != "" {
+	if mode != reactor.ModeInline || os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
 	if n := runtime.GOMAXPROCS(0); n > 1 && n <= loops {
