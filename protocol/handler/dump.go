@@ -60,26 +60,27 @@ type keyDump struct {
 
 // next appends the next part of the dump to out: lines until the part
 // holds dumpPartBytes or has looked at dumpPartSlots slots, and END once
-// the walk is done (on is then false).
-func (d *keyDump) next(c *cache.Cache, out []byte) []byte {
-	start := len(out)
+// the walk is done (on is then false). It also returns the lines appended.
+func (d *keyDump) next(c *cache.Cache, out []byte) ([]byte, int) {
+	start, lines := len(out), 0
 	var line protocol.MetadumpItem
 	emit := func(m *cache.ItemMeta, _ bool) {
 		line = protocol.MetadumpItem{Key: m.Key, Exptime: m.Exptime, LastAccess: m.LastAccess,
 			CAS: m.CAS, Fetched: m.Fetched, Class: m.Class, Size: m.Size}
 		out = protocol.AppendMetadumpLine(out, &line)
+		lines++
 	}
 	for looked := 0; looked < dumpPartSlots && len(out)-start < dumpPartBytes; looked += dumpWalkSlots {
 		if d.cur.Done() {
 			if len(d.classes) == 0 {
 				*d = keyDump{}
-				return append(out, protocol.RespEnd...)
+				return append(out, protocol.RespEnd...), lines
 			}
 			d.cur, d.classes = c.ClassCursor(d.classes[0]), d.classes[1:]
 		}
 		d.cur = c.WalkDump(d.cur, dumpWalkSlots, emit)
 	}
-	return out
+	return out, lines
 }
 
 // newKeyDump starts the dump that "lru_crawler metadump <arg>" asks for,
@@ -127,10 +128,30 @@ func (s *Session) lruCrawler(r *protocol.Request, out []byte) []byte {
 		return appendLine(out, errLine)
 	}
 	s.dump = d
+	h.count(CrawlerStarts, 1)
+	h.dumpsRunning.Add(1)
 	if s.streaming {
-		return s.dump.next(h.cfg.Cache, out)
+		return s.dumpPart(out)
 	}
 	return s.finishDump(out)
+}
+
+// dumpPart appends the next part of the session's dump and counts it.
+func (s *Session) dumpPart(out []byte) []byte {
+	out, lines := s.dump.next(s.h.cfg.Cache, out)
+	s.h.count(CrawlerItemsChecked, uint64(lines))
+	if !s.dump.on {
+		s.h.dumpsRunning.Add(-1)
+	}
+	return out
+}
+
+// dropDump ends the session's dump where it stands.
+func (s *Session) dropDump() {
+	if s.dump.on {
+		s.dump = keyDump{}
+		s.h.dumpsRunning.Add(-1)
+	}
 }
 
 // finishDump appends the rest of the session's dump, up to DumpLimit bytes,
@@ -139,12 +160,12 @@ func (s *Session) finishDump(out []byte) []byte {
 	start := len(out)
 	for s.dump.on {
 		if len(out)-start >= s.h.dumpLimit {
-			s.dump = keyDump{}
+			s.dropDump()
 			s.h.cfg.Logger.Warn().Str("peer", s.peer).Int("bytes", len(out)-start).
 				Msg("lru_crawler metadump cut short: the reactor does not stream replies")
 			return append(out, protocol.RespEnd...)
 		}
-		out = s.dump.next(s.h.cfg.Cache, out)
+		out = s.dumpPart(out)
 	}
 	return out
 }

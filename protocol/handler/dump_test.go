@@ -315,3 +315,38 @@ func TestDumpNotLogged(t *testing.T) {
 		t.Fatalf("log:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestDumpStats checks the LRU crawler fields of "stats", which count
+// metadumps as memcached counts its crawls: lru_crawler_starts per dump,
+// crawler_items_checked per item listed, lru_crawler_running while one is
+// unfinished; "stats reset" zeroes the counters.
+func TestDumpStats(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	fill(t, h, 5000)
+	stat := func(name string) string {
+		t.Helper()
+		got, _ := run(h.NewSession(""), "stats\r\n")
+		_, values := statNames(t, got)
+		return values[name]
+	}
+	run(h.NewSession(""), "lru_crawler metadump all\r\nlru_crawler metadump 0\r\n")
+	if s, c, r := stat("lru_crawler_starts"), stat("crawler_items_checked"), stat("lru_crawler_running"); s != "1" || c != "5000" || r != "0" {
+		t.Fatalf("after one dump: starts %s, items checked %s, running %s; want 1, 5000, 0", s, c, r)
+	}
+
+	streaming := h.NewSession("")
+	streaming.Stream()
+	run(streaming, "lru_crawler metadump all\r\n")
+	if r := stat("lru_crawler_running"); r != "1" {
+		t.Fatalf("lru_crawler_running %s while a dump streams, want 1", r)
+	}
+	streaming.Close() // the connection went away in the middle
+	if r, s := stat("lru_crawler_running"), stat("lru_crawler_starts"); r != "0" || s != "2" {
+		t.Fatalf("after a dropped dump: running %s, starts %s; want 0, 2", r, s)
+	}
+
+	run(h.NewSession(""), "stats reset\r\n")
+	if s, c := stat("lru_crawler_starts"), stat("crawler_items_checked"); s != "0" || c != "0" {
+		t.Fatalf("after stats reset: starts %s, items checked %s", s, c)
+	}
+}

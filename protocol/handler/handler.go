@@ -102,7 +102,8 @@ type Handler struct {
 	verbosity    atomic.Int64
 	shutdownOnce atomic.Bool
 	prefixes     prefixStats
-	dumpLimit    int // DumpLimit; tests lower it
+	dumpLimit    int          // DumpLimit; tests lower it
+	dumpsRunning atomic.Int64 // lru_crawler metadumps unfinished
 
 	resetMu sync.Mutex
 	// serverBase holds the server counters at the last "stats reset", which

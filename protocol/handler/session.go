@@ -61,7 +61,7 @@ func (s *Session) Close() {
 	s.h.count(BytesRead, s.read)
 	s.h.count(BytesWritten, s.written)
 	s.read, s.written = 0, 0
-	s.dump = keyDump{}
+	s.dropDump()
 }
 
 // Stream tells the session that its executor calls Continue: from then on
@@ -83,7 +83,7 @@ func (s *Session) Continue(out []byte) ([]byte, bool) {
 		return out, false
 	}
 	before := len(out)
-	out = s.dump.next(s.h.cfg.Cache, out)
+	out = s.dumpPart(out)
 	s.written += uint64(len(out) - before)
 	return out, s.dump.on
 }
