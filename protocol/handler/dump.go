@@ -40,6 +40,9 @@ const (
 	// dumpPartSlots bounds the slots one part looks at, so that a part of
 	// a sparse cache ends too.
 	dumpPartSlots = 64 << 10
+	// dumpPartRoom is room for a part of common lines (about 100 bytes)
+	// without growing the reply.
+	dumpPartRoom = dumpPartBytes + dumpWalkSlots*100
 	// maxSlabClasses is memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids
 	// at or above it are illegal in dumps. tandem's classes are shards, up
 	// to 64 of them by default (classes 1 to 64), so it accepts ids up to
@@ -155,7 +158,8 @@ func (s *Session) dropDump() {
 }
 
 // finishDump appends the rest of the session's dump, up to DumpLimit bytes,
-// and ends it.
+// and ends it. The reply grows by doubling (append grows a large slice by a
+// quarter at a time, which would copy a 16 MiB dump some twenty times).
 func (s *Session) finishDump(out []byte) []byte {
 	start := len(out)
 	for s.dump.on {
@@ -164,6 +168,9 @@ func (s *Session) finishDump(out []byte) []byte {
 			s.h.cfg.Logger.Warn().Str("peer", s.peer).Int("bytes", len(out)-start).
 				Msg("lru_crawler metadump cut short: the reactor does not stream replies")
 			return append(out, protocol.RespEnd...)
+		}
+		if cap(out)-len(out) < dumpPartRoom {
+			out = slices.Grow(out, max(len(out), 2*dumpPartRoom))
 		}
 		out = s.dumpPart(out)
 	}
