@@ -256,7 +256,8 @@ wait:
 }
 
 // serverInfo is the network side's part of "stats". The fields the reactor
-// does not count yet are 0.
+// does not count (read_buf_count, read_buf_bytes_free, response_obj_*) are
+// 0; reserved_fds is 0 because tandem reserves none of -c for itself.
 func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.ServerInfo {
 	si := handler.ServerInfo{Mode: string(cfg.Mode), Threads: cfg.Threads, MaxConns: cfg.MaxConns}
 	if srv == nil {
@@ -264,8 +265,13 @@ func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.
 	}
 	st := srv.Stats()
 	si.CurrConns = st.CurrConns
-	// One connection state per open connection, plus the listener's.
-	si.ConnStructures = st.CurrConns + 1
+	// One connection state per open connection and per listener, as
+	// memcached counts them (a unix socket replaces the TCP listeners).
+	listeners := 1
+	if addrs, err := cfg.ListenAddrs(); err == nil && cfg.UnixSocket == "" {
+		listeners = len(addrs)
+	}
+	si.ConnStructures = st.CurrConns + int64(listeners)
 	si.PoolParked = st.Parked
 	si.Counters[handler.TotalConns] = st.TotalConns
 	si.Counters[handler.RejectedConns] = st.RejectedConns
@@ -274,6 +280,7 @@ func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.
 	si.Counters[handler.ClosedIdle] = st.ClosedIdle
 	si.Counters[handler.ConnYields] = st.Yields
 	si.Counters[handler.ReadBufOOM] = st.ReadBufOOM
+	si.Counters[handler.ReadPauses] = st.ReadPauses
 	// The bytes of connection buffers (queued replies, framed and unparsed
 	// input) are what memcached reports as read buffer bytes in use.
 	si.ReadBufBytes = st.BufferBytes
