@@ -86,7 +86,7 @@ func (s *gnetServer) Stats() Stats {
 		BufferBytes:    s.limits.used.Load(),
 	}
 	if s.rq != nil {
-		st.Parked, st.Running = s.rq.load(s.cfg.Workers)
+		st.Parked, st.Running = s.rq.load()
 	}
 	return st
 }
@@ -146,6 +146,7 @@ func (s *gnetServer) Serve() error {
 
 // startWorkers submits the pool's long-lived worker tasks.
 func (s *gnetServer) startWorkers() error {
+	s.rq.workers = s.cfg.Workers
 	for i := 0; i < s.cfg.Workers; i++ {
 		s.wg.Add(1)
 		w := &worker{q: s.rq, wake: make(chan struct{}, 1), done: s.wg.Done}

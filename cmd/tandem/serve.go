@@ -256,7 +256,8 @@ wait:
 }
 
 // serverInfo is the network side's part of "stats". The fields the reactor
-// does not count yet are 0.
+// does not count (read_buf_count, read_buf_bytes_free, response_obj_*) are
+// 0; reserved_fds is 0 because tandem reserves none of -c for itself.
 func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.ServerInfo {
 	si := handler.ServerInfo{Mode: string(cfg.Mode), Threads: cfg.Threads, MaxConns: cfg.MaxConns}
 	if srv == nil {
@@ -264,8 +265,13 @@ func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.
 	}
 	st := srv.Stats()
 	si.CurrConns = st.CurrConns
-	// One connection state per open connection, plus the listener's.
-	si.ConnStructures = st.CurrConns + 1
+	// One connection state per open connection and per listener, as
+	// memcached counts them (a unix socket replaces the TCP listeners).
+	listeners := 1
+	if addrs, err := cfg.ListenAddrs(); err == nil && cfg.UnixSocket == "" {
+		listeners = len(addrs)
+	}
+	si.ConnStructures = st.CurrConns + int64(listeners)
 	si.PoolParked = st.Parked
 	si.Counters[handler.TotalConns] = st.TotalConns
 	si.Counters[handler.RejectedConns] = st.RejectedConns
@@ -274,6 +280,7 @@ func serverInfo(cfg *Config, srv reactor.Server, pool *workerpool.Pool) handler.
 	si.Counters[handler.ClosedIdle] = st.ClosedIdle
 	si.Counters[handler.ConnYields] = st.Yields
 	si.Counters[handler.ReadBufOOM] = st.ReadBufOOM
+	si.Counters[handler.ReadPauses] = st.ReadPauses
 	// The bytes of connection buffers (queued replies, framed and unparsed
 	// input) are what memcached reports as read buffer bytes in use.
 	si.ReadBufBytes = st.BufferBytes
@@ -380,18 +387,22 @@ func sweepExpired(c *cache.Cache) (stop func()) {
 }
 
 // spareProcessor makes GOMAXPROCS at least one more than the event loops in
-// the gnet modes when the process has more than one CPU, unless GOMAXPROCS is
+// inline mode when the process has more than one CPU, unless GOMAXPROCS is
 // set. The loops block in epoll_wait as ordinary syscalls; when every P is
 // held by a blocked loop, the runtime's sysmon wakes every 20 µs to retake
 // them and the loops pay the slow path of exitsyscall when they wake. With
 // -t 2 on 2 cores, sysmon alone took 5.5% of the server's CPU at 1,000
 // connections, 3.1% with a spare P; with it, server CPU per request fell from
 // 7.7 to 6.8 µs (inline, 200 connections) and the single-connection rate rose
-// 22% (inline) and 20% (pool). On a single CPU the extra threads cost more
-// than sysmon does (inline -t 1 pinned to one core: 7% slower), so one CPU
-// is left alone. See docs/threads.md.
+// 22%. On a single CPU the extra threads cost more than sysmon does (inline
+// -t 1 pinned to one core: 7% slower), so one CPU is left alone.
+//
+// Pool mode keeps GOMAXPROCS as it is: there an idle P is what makes every
+// worker wake-up start a second OS thread (the runtime's wakep), and without
+// the spare P the pool ran 2-10 µs less CPU per request (-t 2, 2, 8 and 200
+// connections; docs/threads.md).
 func spareProcessor(log zerolog.Logger, mode reactor.Mode, loops int) {
-	if mode == reactor.ModeGoroutine || os.Getenv("GOMAXPROCS") != "" {
+	if mode != reactor.ModeInline || os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
 	if n := runtime.GOMAXPROCS(0); n > 1 && n <= loops {

@@ -31,6 +31,9 @@ func (h *Handler) binStats(r *protocol.Request, out []byte) []byte {
 		default:
 			return binErr(out, r, protocol.StatusKeyNotFound)
 		}
+	case bytes.HasPrefix(key, []byte("cachedump")):
+		// memcached answers the key dumps on the text protocol only.
+		return binErr(out, r, protocol.StatusKeyNotFound)
 	default:
 		text.Args = bytes.Fields(key)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tandemcache/tandem/cache"
 	"github.com/tandemcache/tandem/protocol"
 )
 
@@ -148,5 +149,19 @@ func TestBinaryNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per get+set", allocs)
+	}
+}
+
+// TestBinaryStatCachedump checks that the key dumps are text-only, as in
+// memcached 1.6.18: a binary stat "cachedump" is not found.
+func TestBinaryStatCachedump(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	if o, _ := h.cfg.Cache.Store(cache.Set, []byte("a"), []byte("x"), 0, 0, 0); o != cache.Stored {
+		t.Fatal(o)
+	}
+	out, _ := run(h.NewSession(""), bin(protocol.OpStat, "cachedump 1 0", "", "", 7, 0))
+	got := binReplies(t, out)
+	if got != "0x10/0x1/7 \"\" \"\" \"Not found\"\n" {
+		t.Fatalf("binary stat cachedump:\n%s", got)
 	}
 }

@@ -51,8 +51,6 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		return reply(out, r.Noreply, protocol.RespOK), false
 	case protocol.CmdStats:
 		return h.stats(r, out), false
-	case protocol.CmdLruCrawler:
-		return h.lruCrawler(r, out), false
 	case protocol.CmdQuit:
 		return out, true
 	case protocol.CmdShutdown:
@@ -108,17 +106,6 @@ func (h *Handler) flushAll(r *protocol.Request, out []byte) []byte {
 	}
 	h.cfg.Cache.FlushAll(r.Exptime)
 	return reply(out, r.Noreply, protocol.RespOK)
-}
-
-// lruCrawler answers lru_crawler. tandem has no LRU crawler; with dumps
-// disabled (-X) "lru_crawler metadump <classes>" is refused with
-// memcached's reply, and everything else is an ERROR, as the commands of a
-// memcached without the crawler.
-func (h *Handler) lruCrawler(r *protocol.Request, out []byte) []byte {
-	if h.cfg.DisableDumps && len(r.Args) == 2 && string(r.Args[0]) == "metadump" {
-		return appendLine(out, protocol.ReplyMetadumpDenied)
-	}
-	return append(out, protocol.RespError...)
 }
 
 // protocolError writes the reply of a request that failed to parse.

@@ -102,6 +102,8 @@ type Handler struct {
 	verbosity    atomic.Int64
 	shutdownOnce atomic.Bool
 	prefixes     prefixStats
+	dumpLimit    int          // DumpLimit; tests lower it
+	dumpsRunning atomic.Int64 // lru_crawler metadumps unfinished
 
 	resetMu sync.Mutex
 	// serverBase holds the server counters at the last "stats reset", which
@@ -124,7 +126,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.PrefixDelimiter == 0 {
 		cfg.PrefixDelimiter = ':'
 	}
-	h := &Handler{cfg: cfg, started: cfg.Now(), pid: os.Getpid()}
+	h := &Handler{cfg: cfg, started: cfg.Now(), pid: os.Getpid(), dumpLimit: DumpLimit}
 	h.verbosity.Store(int64(cfg.Verbosity))
 	h.prefixes.init(cfg.PrefixDelimiter, cfg.DetailEnabled)
 	return h, nil

@@ -21,8 +21,10 @@ type Session struct {
 	read   uint64 // bytes framed since the last flush
 
 	// Execution half.
-	written uint64 // reply bytes since the last flush
-	execs   int
+	written   uint64 // reply bytes since the last flush
+	execs     int
+	streaming bool    // the reactor calls Continue (see Stream)
+	dump      keyDump // an lru_crawler metadump Continue has still to finish
 }
 
 // NewSession creates the state of a new connection from peer (the client's
@@ -54,22 +56,59 @@ func (s *Session) Next(buf []byte, r *protocol.Request) int {
 // NeedBytes reports how many buffered bytes the next Next call needs.
 func (s *Session) NeedBytes() int { return s.parser.NeedBytes() }
 
-// Close flushes the session's counters.
+// Close flushes the session's counters and drops an unfinished dump.
 func (s *Session) Close() {
 	s.h.count(BytesRead, s.read)
 	s.h.count(BytesWritten, s.written)
 	s.read, s.written = 0, 0
+	s.dropDump()
+}
+
+// Stream tells the session that its executor calls Continue: from then on
+// Execute may leave a long reply (a key dump) unfinished, for Continue to
+// append in parts. The reactor calls it once, before the first Execute.
+// Without it every reply is complete when Execute returns, and a key dump
+// is cut at DumpLimit bytes.
+func (s *Session) Stream() { s.streaming = true }
+
+// Continue appends the next part of a reply that Execute (or the previous
+// Continue) left unfinished and reports whether more parts follow; with no
+// reply unfinished it returns out unchanged and false. A part is about
+// 64 KiB and takes well under a millisecond to build. The executor calls
+// Continue after every Execute and, while it reports more, again before it
+// runs the connection's next request; between two calls it may write out,
+// wait for the socket to drain, and let other connections run.
+func (s *Session) Continue(out []byte) ([]byte, bool) {
+	if !s.dump.on {
+		return out, false
+	}
+	before := len(out)
+	out = s.dumpPart(out)
+	s.written += uint64(len(out) - before)
+	return out, s.dump.on
 }
 
 // Execute runs r and appends its reply to out. It reports whether the
 // connection must be closed once out is written.
 func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
+	if s.dump.on {
+		// The executor did not finish a streamed reply before running the
+		// next request: finish it here, so that replies stay whole.
+		n := len(out)
+		out = s.finishDump(out)
+		s.written += uint64(len(out) - n)
+	}
 	before := len(out)
 	// Like memcached, log the command line with the verbosity before it ran
 	// and its reply with the verbosity after: only a verbosity command
 	// changes it in between for this connection.
 	logCmd := s.h.verbose()
-	out, closeConn := s.h.execute(r, out)
+	var closeConn bool
+	if r.Cmd == protocol.CmdLruCrawler {
+		out = s.lruCrawler(r, out)
+	} else {
+		out, closeConn = s.h.execute(r, out)
+	}
 	s.written += uint64(len(out) - before)
 	if s.execs++; s.execs >= statsFlushEvery {
 		s.h.count(BytesWritten, s.written)

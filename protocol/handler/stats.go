@@ -21,11 +21,13 @@ type Counter int
 
 // The handler's counters, with memcached's names.
 const (
-	CmdMeta      Counter = iota // cmd_meta: as memcached 1.6.18 counts it, "me" commands only
-	BytesRead                   // bytes_read
-	BytesWritten                // bytes_written
-	AuthCmds                    // auth_cmds: authentication attempts, text or SASL
-	AuthErrors                  // auth_errors: failed ones
+	CmdMeta             Counter = iota // cmd_meta: as memcached 1.6.18 counts it, "me" commands only
+	BytesRead                          // bytes_read
+	BytesWritten                       // bytes_written
+	AuthCmds                           // auth_cmds: authentication attempts, text or SASL
+	AuthErrors                         // auth_errors: failed ones
+	CrawlerStarts                      // lru_crawler_starts: lru_crawler metadumps started (memcached counts each as a crawl)
+	CrawlerItemsChecked                // crawler_items_checked: items those dumps listed
 	NumCounters
 )
 
@@ -47,6 +49,7 @@ const (
 	Panics                                      // tandem_panics
 	ClosedOverflow                              // tandem_closed_overflow: over --max-conn-input/output
 	ClosedIdle                                  // tandem_closed_idle: by --idle-timeout
+	ReadPauses                                  // tandem_read_pauses: reads paused for a connection over its buffer marks
 	NumServerCounters
 )
 
@@ -59,8 +62,11 @@ type ServerInfo struct {
 	MaxConns int
 
 	CurrConns      int64
-	ConnStructures int64 // connection_structures: connection states allocated
-	ReservedFDs    int64 // reserved_fds: descriptors the server holds for itself
+	ConnStructures int64 // connection_structures: connection states allocated (clients and listeners)
+	// ReservedFDs is reserved_fds: the descriptors memcached keeps for
+	// itself out of the -c budget (5 per thread), so that fewer clients
+	// than -c get in. tandem serves -c clients, whatever else it has open.
+	ReservedFDs int64
 	// NotAccepting reports that the server stopped accepting connections
 	// (memcached: accepting_conns 0 while the -c limit disables the listener).
 	NotAccepting     bool
@@ -87,6 +93,9 @@ type Stats struct {
 	Server       ServerInfo
 	Cache        cache.Stats
 	Counters     [NumCounters]uint64
+	// DumpsRunning is the lru_crawler metadumps unfinished now
+	// (lru_crawler_running is 1 while there is one).
+	DumpsRunning int64
 }
 
 // Uptime is the whole seconds since the handler started.
@@ -115,6 +124,7 @@ func (h *Handler) Stats() Stats {
 	for i := range h.counters {
 		st.Counters[i] = h.counters[i].Load()
 	}
+	st.DumpsRunning = h.dumpsRunning.Load()
 	return st
 }
 
@@ -142,8 +152,9 @@ func (h *Handler) resetStats() {
 
 // appendGeneralStats writes "stats": every field memcached 1.6.18 prints, in
 // its order, then tandem's own. Fields of memcached features tandem does not
-// have (slab rebalancing, the LRU crawler and maintainer, log watchers,
-// NAPI ids) are 0, as memcached reports them when they are off.
+// have (slab rebalancing, the LRU maintainer, log watchers, NAPI ids) are 0,
+// as memcached reports them when they are off. The LRU crawler's fields
+// count lru_crawler metadumps, which memcached runs as crawls.
 func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) []byte {
 	u := func(name string, v uint64) { out = protocol.AppendStatUint(out, name, v) }
 	i := func(name string, v int64) { out = protocol.AppendStatInt(out, name, v) }
@@ -157,6 +168,10 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 	accepting := int64(1)
 	if si.NotAccepting {
 		accepting = 0
+	}
+	crawling := int64(0)
+	if st.DumpsRunning > 0 {
+		crawling = 1
 	}
 
 	i("pid", int64(st.PID))
@@ -216,9 +231,10 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 	zero("hash_power_level", "hash_bytes", "hash_is_expanding",
 		"slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
 		"slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
-		"slab_reassign_running", "slabs_moved",
-		"lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles",
-		"malloc_fails",
+		"slab_reassign_running", "slabs_moved")
+	i("lru_crawler_running", crawling)
+	u("lru_crawler_starts", hc[CrawlerStarts])
+	zero("lru_maintainer_juggles", "malloc_fails",
 		"log_worker_dropped", "log_worker_written", "log_watcher_skipped", "log_watcher_sent", "log_watchers",
 		"unexpected_napi_ids", "round_robin_fallback")
 	u("bytes", cs.Bytes)
@@ -230,7 +246,11 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 	zero("evicted_active")
 	u("evictions", cs.Evictions)
 	u("reclaimed", cs.Reclaimed)
-	zero("crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked",
+	// The expiry sweep's reclaims are in reclaimed: tandem has no crawler
+	// of that kind.
+	zero("crawler_reclaimed")
+	u("crawler_items_checked", hc[CrawlerItemsChecked])
+	zero("lrutail_reflocked",
 		"moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped")
 
 	// tandem's own fields.
@@ -244,6 +264,7 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 	u("tandem_panics", sc[Panics])
 	u("tandem_closed_overflow", sc[ClosedOverflow])
 	u("tandem_closed_idle", sc[ClosedIdle])
+	u("tandem_read_pauses", sc[ReadPauses])
 	return out
 }
 

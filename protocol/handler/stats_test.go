@@ -136,3 +136,23 @@ func TestCmdSetCountsBadChunks(t *testing.T) {
 		t.Fatalf("cmd_set after stats reset = %d", got)
 	}
 }
+
+// TestServerInfoRendered checks that the network side's counters and
+// gauges reach their "stats" fields.
+func TestServerInfoRendered(t *testing.T) {
+	server := ServerInfo{MaxConns: 10, CurrConns: 3, ConnStructures: 4, ReadBufBytes: 5000}
+	server.Counters[ConnYields] = 7
+	server.Counters[ReadBufOOM] = 8
+	server.Counters[ReadPauses] = 9
+	server.Counters[ClosedIdle] = 11
+	h, _ := newTestHandler(t, func(c *Config) { c.Server = func() ServerInfo { return server } })
+	got, _ := run(h.NewSession(""), "stats\r\n")
+	_, values := statNames(t, got)
+	for name, want := range map[string]string{"curr_connections": "3", "connection_structures": "4",
+		"read_buf_bytes": "5000", "conn_yields": "7", "read_buf_oom": "8", "tandem_read_pauses": "9",
+		"tandem_closed_idle": "11", "reserved_fds": "0"} {
+		if values[name] != want {
+			t.Errorf("%s = %q, want %q", name, values[name], want)
+		}
+	}
+}

@@ -70,31 +70,6 @@ func (h *Handler) statsDetail(args [][]byte, out []byte) []byte {
 	return appendLine(out, protocol.ReplyStatsDetailUsage)
 }
 
-// statsCachedump answers "stats cachedump <class> <limit>". Items are not
-// kept in slab classes, so every class dumps empty (the dump of the whole
-// cache, lru_crawler metadump, is not served yet either).
-func (h *Handler) statsCachedump(args [][]byte, out []byte) []byte {
-	if h.cfg.DisableDumps {
-		return appendLine(out, protocol.ReplyCachedumpDenied)
-	}
-	if len(args) < 2 {
-		return appendLine(out, protocol.ReplyBadCommandLine)
-	}
-	id, ok1 := protocol.ParseUint32(args[0])
-	_, ok2 := protocol.ParseUint32(args[1])
-	if !ok1 || !ok2 {
-		return appendLine(out, protocol.ReplyBadFormat)
-	}
-	if id >= maxSlabClasses {
-		return appendLine(out, protocol.ReplyIllegalSlabID)
-	}
-	return append(out, protocol.RespEnd...)
-}
-
-// maxSlabClasses is memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids at or
-// above it are illegal in "stats cachedump".
-const maxSlabClasses = 64
-
 // shardID is the class number a shard is reported under (memcached's slab
 // classes start at 1).
 func shardID(s *cache.ShardStats) string { return strconv.Itoa(s.Shard + 1) }

@@ -208,7 +208,7 @@ func TestDumpCommands(t *testing.T) {
 		want    string
 	}{
 		{"dumps allowed", false, "END\r\nEND\r\nCLIENT_ERROR Illegal slab id\r\nCLIENT_ERROR bad command line format\r\n" +
-			"END\r\nCLIENT_ERROR bad command line\r\nERROR\r\nERROR\r\nERROR\r\n"},
+			"END\r\nCLIENT_ERROR bad command line\r\nEND\r\nERROR\r\nERROR\r\n"},
 		{"-X", true, strings.Repeat("CLIENT_ERROR stats cachedump not allowed\r\n", 6) +
 			"ERROR metadump not allowed\r\nERROR\r\nERROR\r\n"},
 	}

@@ -54,6 +54,9 @@ func (h *Handler) logExchange(peer string, r *protocol.Request, reply []byte, cm
 		!bytes.HasPrefix(reply, []byte("CLIENT_ERROR")) {
 		return
 	}
+	if r.Cmd == protocol.CmdLruCrawler && (bytes.HasPrefix(reply, []byte("key=")) || bytes.HasPrefix(reply, []byte(protocol.RespEnd))) {
+		return // a metadump, which memcached's crawler writes unlogged
+	}
 	for n := 0; len(reply) > 0 && n < maxLoggedReplyLines; n++ {
 		line, rest, found := bytes.Cut(reply, []byte("\r\n"))
 		if !found {
