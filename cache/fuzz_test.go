@@ -53,6 +53,15 @@ type model struct {
 }
 
 // visible returns the live model item for k, dropping it if expired or flushed.
+// fetch records a read access as memcached does: the first marks the item
+// fetched, later ones also make now its last access.
+func (m *model) fetch(it *modelItem) {
+	if it.fetched {
+		it.atime = m.now
+	}
+	it.fetched = true
+}
+
 func (m *model) visible(k string) *modelItem {
 	it := m.m[k]
 	if it == nil {
@@ -177,7 +186,7 @@ func runModel(t *testing.T, prog []byte) {
 			if !itemEqual(a.it, want) || string(dst) != "x"+string(it.value) {
 				t.Fatalf("%s: get\n got %+v\nwant %+v", where(), a.it, want)
 			}
-			it.atime, it.fetched = m.now, true
+			m.fetch(it)
 		case 8:
 			got, it := c.Delete(key), m.visible(k)
 			want := NotFound
@@ -194,7 +203,7 @@ func runModel(t *testing.T, prog []byte) {
 			if it != nil {
 				want = Touched
 				it.exp = modelExptime(exp, m.now)
-				it.atime, it.fetched = m.now, true
+				m.fetch(it)
 			}
 			if got != want {
 				t.Fatalf("%s: touch %v, want %v", where(), got, want)

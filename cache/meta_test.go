@@ -78,6 +78,9 @@ func TestMetaGetNoBump(t *testing.T) {
 	if it, _ := metaGet(c, "k", MetaGetOptions{}); it.Fetched || it.LastAccess != t0 || it.Now != t0+5 {
 		t.Fatalf("u must not have bumped: %+v", it)
 	}
+	if it, _ := metaGet(c, "k", MetaGetOptions{}); !it.Fetched || it.LastAccess != t0 {
+		t.Fatalf("fetched once, not bumped (memcached's rule): %+v", it)
+	}
 	if it, _ := metaGet(c, "k", MetaGetOptions{}); !it.Fetched || it.LastAccess != t0+5 {
 		t.Fatalf("bumped: %+v", it)
 	}

@@ -94,9 +94,15 @@ func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record
 	return i, true, r
 }
 
-// touchLocked records a read access: the item is fetched and accessed now.
+// touchLocked records a read access. As in memcached, the first one only
+// marks the item fetched; later ones also make now its last access (memcached
+// bumps an item's time once it is fetched again, not on its first fetch, so
+// `me` and `mg l` after one get still show the time since the store).
 func (s *shard) touchLocked(r record) {
-	r.setState(r.state() | stFetched)
+	if st := r.state(); st&stFetched == 0 {
+		r.setState(st | stFetched)
+		return
+	}
 	r.setAtime(atime32(s.now))
 }
 
