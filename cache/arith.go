@@ -61,7 +61,6 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 		for i := len(digits); i < len(val); i++ {
 			val[i] = ' '
 		}
-		s.updateLocked(r)
 	} else {
 		grown := len(r) + len(digits) - len(val)
 		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
@@ -85,10 +84,10 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 			s.bytes += nr.size() - r.size()
 		}
 		r = nr
-		r.setAtime(atime32(s.now))
 		s.st.TotalItems++ // memcached links a new item here
 	}
 	r.setCAS(c.nextCAS())
+	r.setAtime(atime32(s.now))
 	return n, c.visibleCAS(r.cas()), Stored, r
 }
 

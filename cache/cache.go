@@ -107,7 +107,7 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 		r.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
 	}
 	view := s.viewLocked(c, r)
-	s.bumpLocked(r)
+	s.touchLocked(r)
 	return a.AppendItem(dst, view), true
 }
 
@@ -189,7 +189,7 @@ func (c *Cache) Touch(key []byte, exptime int64) Outcome {
 	}
 	s.st.TouchHits++
 	r.setExptime(time32(AbsExptime(exptime, s.now)))
-	s.bumpLocked(r)
+	s.touchLocked(r)
 	return Touched
 }
 

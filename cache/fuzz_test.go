@@ -53,6 +53,15 @@ type model struct {
 }
 
 // visible returns the live model item for k, dropping it if expired or flushed.
+// fetch records a read access as memcached does: the first marks the item
+// fetched, later ones also make now its last access.
+func (m *model) fetch(it *modelItem) {
+	if it.fetched {
+		it.atime = m.now
+	}
+	it.fetched = true
+}
+
 func (m *model) visible(k string) *modelItem {
 	it := m.m[k]
 	if it == nil {
@@ -67,20 +76,6 @@ func (m *model) visible(k string) *modelItem {
 		return nil
 	}
 	return it
-}
-
-// bump is a read access: memcached's do_item_bump without the segmented LRU.
-func (m *model) bump(it *modelItem) {
-	it.fetched = true
-	m.update(it)
-}
-
-// update is memcached's do_item_update: the access time moves only when it is over
-// ITEM_UPDATE_INTERVAL (60 s) old.
-func (m *model) update(it *modelItem) {
-	if it.atime < m.now-60 {
-		it.atime = m.now
-	}
 }
 
 func (m *model) flush(delay int64) {
@@ -191,7 +186,7 @@ func runModel(t *testing.T, prog []byte) {
 			if !itemEqual(a.it, want) || string(dst) != "x"+string(it.value) {
 				t.Fatalf("%s: get\n got %+v\nwant %+v", where(), a.it, want)
 			}
-			m.bump(it)
+			m.fetch(it)
 		case 8:
 			got, it := c.Delete(key), m.visible(k)
 			want := NotFound
@@ -208,7 +203,7 @@ func runModel(t *testing.T, prog []byte) {
 			if it != nil {
 				want = Touched
 				it.exp = modelExptime(exp, m.now)
-				m.bump(it)
+				m.fetch(it)
 			}
 			if got != want {
 				t.Fatalf("%s: touch %v, want %v", where(), got, want)
@@ -233,7 +228,7 @@ func runModel(t *testing.T, prog []byte) {
 				c.FlushAll(d)
 				m.flush(d)
 			} else {
-				clk.Advance([]int64{0, 1, 2, 61}[arg%4]) // 61: past memcached's ITEM_UPDATE_INTERVAL
+				clk.Advance(int64(arg % 4))
 				m.now = clk.Now()
 			}
 		}
@@ -312,13 +307,11 @@ func modelArith(m *model, k string, incr bool, delta uint64) (uint64, Outcome) {
 		n -= delta
 	}
 	s := strconv.FormatUint(n, 10)
-	if len(s) <= len(it.value) {
+	if len(s) < len(it.value) {
 		s += string(bytes.Repeat([]byte{' '}, len(it.value)-len(s)))
-		m.update(it)
-	} else {
-		it.atime = m.now // memcached links a new item
 	}
 	it.value = []byte(s)
+	it.atime = m.now
 	return n, Stored
 }
 

@@ -13,7 +13,7 @@ import (
 //	offset  size  field
 //	0       8     cas      internal cas id: unique per write, also used by flush_all
 //	8       4     exptime  absolute unix seconds; 0 = never
-//	12      4     atime    unix seconds of the last access (memcached's rule, see bumpLocked)
+//	12      4     atime    unix seconds of the last access (see touchLocked)
 //	16      4     flags    client flags
 //	20      4     vlen     value length
 //	24      2     klen     key length

@@ -86,7 +86,7 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 	}
 	view.Win = won
 	if !opt.NoBump {
-		s.bumpLocked(it)
+		s.touchLocked(it)
 	}
 	return a.AppendItem(dst, view), true
 }

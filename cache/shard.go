@@ -97,24 +97,16 @@ func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record
 	return i, true, r
 }
 
-// updateInterval is memcached's ITEM_UPDATE_INTERVAL: a read moves an item's access time only
-// when it is older than this many seconds.
-const updateInterval = 60
-
-// bumpLocked records a read access (a hit, touch or gat): the item is fetched, and its access
-// time moves as updateLocked says.
-func (s *shard) bumpLocked(r record) {
-	r.setState(r.state() | stFetched)
-	s.updateLocked(r)
-}
-
-// updateLocked moves the access time of r to now if it is more than updateInterval seconds
-// old, as memcached's do_item_update does without its segmented LRU (-o no_lru_maintainer; with
-// it, memcached moves the time on a later hit instead). A store sets it.
-func (s *shard) updateLocked(r record) {
-	if int64(r.atime()) < s.now-updateInterval {
-		r.setAtime(atime32(s.now))
+// touchLocked records a read access. As in memcached, the first one only
+// marks the item fetched; later ones also make now its last access (memcached
+// bumps an item's time once it is fetched again, not on its first fetch, so
+// `me` and `mg l` after one get still show the time since the store).
+func (s *shard) touchLocked(r record) {
+	if st := r.state(); st&stFetched == 0 {
+		r.setState(st | stFetched)
+		return
 	}
+	r.setAtime(atime32(s.now))
 }
 
 // invalidLocked reports whether a live record is expired or flushed.

@@ -117,3 +117,32 @@ func TestMetaDebugLikeMemcached(t *testing.T) {
 		}
 	})
 }
+
+// TestLastAccessAfterOneFetch checks memcached's rule for the last-access
+// time that `me` (la=) and `mg` (l) report: the first fetch of an item only
+// marks it fetched, so after a store, a wait and one get both still show the
+// time since the store. The check runs against memcached too.
+func TestLastAccessAfterOneFetch(t *testing.T) {
+	mc := testenv.StartMemcached(t)
+	servers := map[string]string{"memcached": mc.Addr}
+	for _, mode := range []string{"pool", "inline", "goroutine"} {
+		servers[mode] = startServer(t, mode).Addr
+	}
+	for name, addr := range servers {
+		if got, _, err := exchange(addr, "set k 0 0 1\r\nx\r\n"); err != nil || got != "STORED\r\n" {
+			t.Fatalf("%s: set: %q %v", name, got, err)
+		}
+	}
+	time.Sleep(2100 * time.Millisecond) // both clocks tick once a second
+	la := regexp.MustCompile(`(?s)^VALUE k 0 1\r\nx\r\nEND\r\nME k exp=-1 la=(\d+) cas=\d+ fetch=yes cls=1 size=\d+\r\nHD l(\d+)\r\n$`)
+	for name, addr := range servers {
+		got, _, err := exchange(addr, "get k\r\nme k\r\nmg k l\r\n")
+		m := la.FindStringSubmatch(got)
+		if err != nil || m == nil {
+			t.Fatalf("%s: %q %v", name, got, err)
+		}
+		if m[1] == "0" || m[2] == "0" {
+			t.Errorf("%s: la=%s l%s after one fetch, want the seconds since the store (about 2)", name, m[1], m[2])
+		}
+	}
+}
