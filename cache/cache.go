@@ -51,13 +51,10 @@ func New(cfg Config) (*Cache, error) {
 		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
-		maxCap:           int(max(budget/minItemCharge, minCapacity)),
+		maxCap:           fitCapacity(budget, int64(sizeClass(hdrSize+1))), // minimal items
 		maxPage:          page,
 		maxChunk:         min(page/4, maxSmall),
 		disableEvictions: cfg.DisableEvictions,
-	}
-	for c.scfg.maxCap > minCapacity && indexCharge(c.scfg.maxCap)+int64(c.scfg.maxCap)*minChunk > budget {
-		c.scfg.maxCap -= c.scfg.maxCap/16 + 1
 	}
 	for i := range c.shards {
 		c.shards[i].init(&c.scfg)

@@ -57,12 +57,15 @@ func (s *shard) newIndexLocked(capacity int) {
 	s.entries, s.writes, s.pressure = 0, 0, 0
 }
 
-// minChunk is the smallest record's chunk; minItemCharge is about the smallest charge of one
-// item: that chunk, its entry and its share of the index.
-var (
-	minChunk      = int64(sizeClass(hdrSize + 1))
-	minItemCharge = minChunk + entryBytes + 40
-)
+// fitCapacity returns about the largest capacity (at least minCapacity) whose index, with as
+// many records of per bytes, fits in room.
+func fitCapacity(room, per int64) int {
+	t := int(room / (per + entryBytes + 40))
+	for t > minCapacity && indexCharge(t)+int64(t)*per > room {
+		t -= t/16 + 1
+	}
+	return max(t, minCapacity)
+}
 
 // targetCapacity is the largest item count whose index and records, at the live items' mean
 // chunk size, fill fillNum/fillDen of the budget.
@@ -70,12 +73,7 @@ func (s *shard) targetCapacity() int {
 	if s.n == 0 {
 		return s.capacity
 	}
-	room, per := s.cfg.budget/fillDen*fillNum, s.recBytes/int64(s.n)
-	t := int(room / (per + entryBytes + 40))
-	for t > minCapacity && indexCharge(t)+int64(t)*per > room {
-		t -= t/16 + 1
-	}
-	return min(max(t, minCapacity), s.cfg.maxCap)
+	return min(fitCapacity(s.cfg.budget/fillDen*fillNum, s.recBytes/int64(s.n)), s.cfg.maxCap)
 }
 
 // beforeInsertLocked runs before a new entry is added to the index. When the index is full,
@@ -131,12 +129,8 @@ func (s *shard) rebuildLocked(capacity int) {
 	}
 	s.newIndexLocked(capacity)
 	s.st.Rebuilds++
-	for p := range s.pages {
-		for i := range s.pages[p].carved {
-			if r := s.liveAt(handle(p, i)); r != nil {
-				s.index.Add(s.hash(r.key()), handle(p, i))
-				s.entries++
-			}
-		}
+	for h, r := range s.records {
+		s.index.Add(s.hash(r.key()), h)
+		s.entries++
 	}
 }

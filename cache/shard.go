@@ -208,17 +208,14 @@ func (s *shard) sampleLocked(cl int, keep uint32) (uint32, bool) {
 // how many it dropped.
 func (s *shard) purgeLocked(keep uint32, count bool) int {
 	dropped := 0
-	for p := range s.pages {
-		for i := 0; i < s.pages[p].carved; i++ {
-			h := handle(p, i)
-			if r := s.liveAt(h); r != nil && h != keep && s.invalidLocked(r) {
-				if count {
-					s.dropLocked(h)
-				} else {
-					s.killLocked(h)
-				}
-				dropped++
+	for h, r := range s.records {
+		if h != keep && s.invalidLocked(r) {
+			if count {
+				s.dropLocked(h)
+			} else {
+				s.killLocked(h)
 			}
+			dropped++
 		}
 	}
 	return dropped

@@ -58,11 +58,9 @@ func (c *Cache) Shards() int { return len(c.shards) }
 // has none.
 func (s *shard) oldestLocked() (int64, bool) {
 	oldest, ok := uint32(0), false
-	for p := range s.pages {
-		for i := range s.pages[p].carved {
-			if r := s.liveAt(handle(p, i)); r != nil && (!ok || r.atime() < oldest) {
-				oldest, ok = r.atime(), true
-			}
+	for _, r := range s.records {
+		if !ok || r.atime() < oldest {
+			oldest, ok = r.atime(), true
 		}
 	}
 	return int64(oldest), ok

@@ -1,21 +1,9 @@
 package cache
 
-// Slab memory, as memcached keeps it: a shard holds its records in pages, each cut into chunks
-// of one slab class (the Go allocator's size classes, so a record wastes what a Go allocation of
-// its size would). A class's first page holds 16 chunks and each further one as many as the class
-// already has, up to maxPage bytes, so a class in little use holds little memory and a busy one
-// few pages. A record larger than the largest chunk gets a page of its own. A chunk's handle
-// (page index << 16 | chunk index) is what tinylfu stores for the item, so there is no other
-// table. A freed chunk goes to its class's free list (linked through the free chunks' first 4
-// bytes) and the next record of that class takes it: storing and evicting items produce no
-// garbage, and the collector sees a few pages per shard, never an object per item. Pages are
-// carved lazily, so a page's unused tail stays untouched (and out of RSS).
-//
-// When a class needs a chunk (or a large record room) and the budget has no room for another
-// page, a page without live records is released; else an expired item or the least recently
-// accessed of a few items of the class is evicted (memcached's per-class LRU tail). A class
-// without items, or one that has evicted a page's worth, releases the page of an older item of
-// another class instead, evicting its items (memcached's slab rebalancing).
+// Slab memory (see the package comment's Layout and Memory bound): a class's first page holds
+// 16 chunks and each further one as many as the class already has, up to maxPage bytes, so a
+// class in little use holds little memory and a busy one few pages. A class's free chunks are
+// linked through their first 4 bytes.
 
 // page is one slab page of a shard, or one large record's memory.
 type page struct {
@@ -77,6 +65,18 @@ func (s *shard) liveAt(h uint32) record {
 		return nil
 	}
 	return recordIn(c)
+}
+
+// records yields the handle and record of every live record, page by page. The caller may drop
+// the record it is given.
+func (s *shard) records(yield func(uint32, record) bool) {
+	for p := range s.pages {
+		for i := range s.pages[p].carved {
+			if r := s.liveAt(handle(p, i)); r != nil && !yield(handle(p, i), r) {
+				return
+			}
+		}
+	}
 }
 
 // allocLocked returns a free chunk for a record of n bytes, making room in the budget if it must
