@@ -129,8 +129,9 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 // streaming session may leave the reply unfinished: continueReply then
 // appends its next part.
 func (gc *gconn) execute(r *protocol.Request, out []byte) ([]byte, bool) {
-	gc.unfinished = gc.streamer != nil
-	return executeSafely(gc.sess, r, out, gc.s.log, &gc.s.panics)
+	out, closeConn := executeSafely(gc.sess, r, out, gc.s.log, &gc.s.panics)
+	gc.unfinished = !closeConn && gc.streamer != nil && gc.streamer.Unfinished()
+	return out, closeConn
 }
 
 // continueReply appends the next part of an unfinished reply, turning a

@@ -293,7 +293,7 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			out, closeConn = executeSafely(sess, &req, out, s.log, &s.panics)
 			ran = true
 			slice++
-			for more := streamer != nil; ; {
+			for more := !closeConn && streamer != nil && streamer.Unfinished(); ; {
 				if len(out) >= netReadSize {
 					armWrite()
 					if _, err := w.Write(out); err != nil {
