@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,11 @@ type gconn struct {
 	ep   int // the loop's epoll descriptor, -1 when reads cannot be paused
 	sess Session
 	w    *connWriter
+
+	// streamer is sess when its replies may come in parts; unfinished says
+	// a reply has parts still to come. Both belong to the executor.
+	streamer   Streamer
+	unfinished bool
 
 	lastActive atomic.Int64 // unix nanoseconds of the last traffic
 	// lastCmd is when the connection last completed a request (or opened),
@@ -111,6 +117,7 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 		return nil, err
 	}
 	gc.w = w
+	gc.streamer = streamerOf(gc.sess)
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
 	if s.pool {
 		gc.pending = &batch{}
@@ -118,9 +125,27 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	return gc, nil
 }
 
-// execute runs one request, turning a panic into a closed connection.
+// execute runs one request, turning a panic into a closed connection. A
+// streaming session may leave the reply unfinished: continueReply then
+// appends its next part.
 func (gc *gconn) execute(r *protocol.Request, out []byte) ([]byte, bool) {
-	return executeSafely(gc.sess, r, out, gc.s.log, &gc.s.panics)
+	out, closeConn := executeSafely(gc.sess, r, out, gc.s.log, &gc.s.panics)
+	gc.unfinished = !closeConn && gc.streamer != nil && gc.streamer.Unfinished()
+	return out, closeConn
+}
+
+// continueReply appends the next part of an unfinished reply, turning a
+// panic into a closed connection as execute does.
+func (gc *gconn) continueReply(out []byte) (res []byte, closeConn bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			gc.s.panics.Add(1)
+			gc.s.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("reply part panicked; closing its connection")
+			res, closeConn, gc.unfinished = out, true, false
+		}
+	}()
+	out, gc.unfinished = gc.streamer.Continue(out)
+	return out, false
 }
 
 // progressed records that the connection completed a request, for the
@@ -196,7 +221,7 @@ func (gc *gconn) runInline() gnet.Action {
 	gc.mu.Lock()
 	hold := gc.state == stBlocked || gc.detached || gc.stop
 	gc.mu.Unlock()
-	if hold || gc.waitForBytes() {
+	if hold || (!gc.unfinished && gc.waitForBytes()) {
 		return gc.settleInput(hold)
 	}
 	t0 := gc.lat.start(gc.s.cfg.ObserveLatency)
@@ -237,21 +262,27 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 	out := gc.out[:0]
 	ran := 0
 	closeConn := false
-	for off < len(buf) {
+	for off < len(buf) || gc.unfinished {
 		if ran == gc.s.cfg.ReqsPerEvent {
 			more = true
 			break
 		}
-		n := gc.sess.Next(buf[off:], &gc.req)
-		if n == 0 {
-			break
+		if gc.unfinished {
+			// A part of a long reply counts as a request, for fairness.
+			ran++
+			out, closeConn = gc.continueReply(out)
+		} else {
+			n := gc.sess.Next(buf[off:], &gc.req)
+			if n == 0 {
+				break
+			}
+			off += n
+			if gc.req.Cmd == protocol.CmdNone {
+				continue
+			}
+			ran++
+			out, closeConn = gc.execute(&gc.req, out)
 		}
-		off += n
-		if gc.req.Cmd == protocol.CmdNone {
-			continue
-		}
-		ran++
-		out, closeConn = gc.execute(&gc.req, out)
 		if len(out) > gc.s.cfg.MaxOutput {
 			// One request asks for more output than the cap (a multi-get
 			// of large values): close rather than buffer it.
@@ -436,12 +467,16 @@ func (gc *gconn) runSlice() {
 	}
 	b := gc.cur
 	out := gc.wout[:0]
-	end := min(len(b.reqs), gc.curIdx+gc.s.cfg.ReqsPerEvent)
 	closeConn, blocked, overflow := false, false, false
-	for gc.curIdx < end {
-		r := &b.reqs[gc.curIdx]
-		gc.curIdx++
-		out, closeConn = gc.execute(r, out)
+	for ran := 0; ran < gc.s.cfg.ReqsPerEvent && (gc.unfinished || gc.curIdx < len(b.reqs)); ran++ {
+		if gc.unfinished {
+			// A part of a long reply counts as a request, for fairness.
+			out, closeConn = gc.continueReply(out)
+		} else {
+			r := &b.reqs[gc.curIdx]
+			gc.curIdx++
+			out, closeConn = gc.execute(r, out)
+		}
 		if len(out) > gc.s.cfg.MaxOutput {
 			gc.s.overflow.Add(1)
 			out, overflow = out[:0], true
@@ -464,7 +499,7 @@ func (gc *gconn) runSlice() {
 	}
 	gc.wout = out
 	gc.progressed()
-	done := gc.curIdx == len(b.reqs)
+	done := gc.curIdx == len(b.reqs) && !gc.unfinished
 	if done {
 		observeSince(gc.s.cfg.ObserveLatency, b.since)
 		gc.s.limits.add(-len(b.arena))
@@ -575,14 +610,14 @@ func (gc *gconn) takeBatch() take {
 func (gc *gconn) runLeftoverSlice() {
 	off, _, act := gc.runBytes(gc.leftover)
 	gc.leftover = gc.leftover[off:]
-	if act == runClose || (off == 0 && act == runDone) {
+	if act == runClose || (off == 0 && act == runDone && !gc.unfinished) {
 		gc.leftover = nil // closed, or only a partial request is left
 	}
 	if act == runBlocked {
 		return // stBlocked: the writer requeues it once it drains
 	}
 	gc.mu.Lock()
-	if len(gc.leftover) > 0 && !gc.stop {
+	if (len(gc.leftover) > 0 || gc.unfinished) && !gc.stop {
 		gc.state = stQueued
 		gc.mu.Unlock()
 		gc.s.yields.Add(1)
@@ -656,7 +691,9 @@ func (gc *gconn) detach(runBuffered bool) {
 		}
 	}
 	gc.detached = true
-	work := len(gc.leftover) > 0 || (gc.pending != nil && len(gc.pending.reqs) > 0)
+	// An unfinished reply is work too (inline mode: the loop is its
+	// executor while the connection is idle, so reading it here is safe).
+	work := len(gc.leftover) > 0 || (gc.pending != nil && len(gc.pending.reqs) > 0) || (!gc.s.pool && gc.unfinished)
 	run := gc.state == stIdle && work
 	if run && gc.s.pool {
 		gc.state = stQueued
@@ -679,19 +716,19 @@ func (gc *gconn) detach(runBuffered bool) {
 // connection, as its executor (state stRunning), until the writer blocks
 // (its flusher calls back here when it drains) or the input is done.
 func (gc *gconn) runLeftover() {
-	for len(gc.leftover) > 0 {
+	for len(gc.leftover) > 0 || gc.unfinished {
 		gc.mu.Lock()
 		stopped := gc.stop
 		gc.mu.Unlock()
 		if stopped {
 			break
 		}
-		off, _, act := gc.runBytes(gc.leftover)
+		off, more, act := gc.runBytes(gc.leftover)
 		gc.leftover = gc.leftover[off:]
 		if act == runBlocked {
 			return
 		}
-		if act == runClose || (off == 0 && act == runDone) {
+		if act == runClose || (off == 0 && act == runDone && !more) {
 			break // closed, or only a partial request is left
 		}
 	}

@@ -233,6 +233,7 @@ const netReadSize = 16 << 10
 // own goroutine in Write: memory stays bounded by the buffers.
 func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	sess := s.cfg.NewSession(c.RemoteAddr())
+	streamer := streamerOf(sess)
 	defer func() {
 		if p := recover(); p != nil {
 			s.panics.Add(1)
@@ -292,12 +293,20 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 			out, closeConn = executeSafely(sess, &req, out, s.log, &s.panics)
 			ran = true
 			slice++
-			if len(out) >= netReadSize {
-				armWrite()
-				if _, err := w.Write(out); err != nil {
-					return
+			for more := !closeConn && streamer != nil && streamer.Unfinished(); ; {
+				if len(out) >= netReadSize {
+					armWrite()
+					if _, err := w.Write(out); err != nil {
+						return
+					}
+					out = out[:0]
 				}
-				out = out[:0]
+				if !more {
+					break
+				}
+				// The rest of a long reply, a part at a time: a
+				// slow reader blocks this goroutine in Write.
+				out, more = streamer.Continue(out)
 			}
 		}
 		if len(out) > 0 {

@@ -47,6 +47,28 @@ type Session interface {
 	Close()
 }
 
+// Streamer is implemented by a Session whose replies may come in parts (a
+// key dump of a large cache). The reactor calls Stream once, before the
+// first Execute. When Unfinished reports, after an Execute, that the reply
+// has parts to come, it calls Continue for each, until Continue reports no
+// more, before the connection's next request. Between two parts it may
+// write out, stop for a slow reader and let other connections run, so a
+// long reply is bounded by the writer's caps like any pipeline.
+type Streamer interface {
+	Stream()
+	Unfinished() bool
+	Continue(out []byte) (res []byte, more bool)
+}
+
+// streamerOf returns sess as a Streamer, switched to streaming, or nil.
+func streamerOf(sess Session) Streamer {
+	st, ok := sess.(Streamer)
+	if ok {
+		st.Stream()
+	}
+	return st
+}
+
 // Task is a unit of work handed to an Executor.
 type Task = interface{ Run() }
 

@@ -19,9 +19,6 @@ type Target struct {
 	Mode    string `json:"mode,omitempty"` // tandem: pool, inline or goroutine
 	Threads int    `json:"threads"`        // -t: event loops / worker threads
 	Workers int    `json:"workers,omitempty"`
-	// WorkerWrites adds tandem's --worker-writes (pool mode: workers write
-	// replies themselves while nothing is queued on the loop).
-	WorkerWrites bool `json:"worker_writes,omitempty"`
 	// MemoryMB, when > 0, is this target's -m instead of the run's
 	// ServerLimits.MemoryMB (a scenario that measures eviction sets it).
 	MemoryMB int `json:"memory_mb,omitempty"`
@@ -37,13 +34,6 @@ func TandemTarget(mode string, threads, workers int) Target {
 		name += fmt.Sprintf("-w%d", workers)
 	}
 	return Target{Name: name, Kind: KindTandem, Mode: mode, Threads: threads, Workers: workers}
-}
-
-// WithWorkerWrites returns t with --worker-writes, named with a "-ww" suffix.
-func (t Target) WithWorkerWrites() Target {
-	t.WorkerWrites = true
-	t.Name += "-ww"
-	return t
 }
 
 // MemcachedTarget returns the real memcached at -t threads.
@@ -93,9 +83,6 @@ func (t Target) Args(port int, lim ServerLimits) []string {
 		a = append(a, "--mode", t.Mode)
 		if t.Workers > 0 {
 			a = append(a, "--workers", strconv.Itoa(t.Workers))
-		}
-		if t.WorkerWrites {
-			a = append(a, "--worker-writes")
 		}
 	case KindMemcached:
 		a = append(a, "-U", "0")

@@ -26,14 +26,11 @@ func TestTargetArgs(t *testing.T) {
 	if !slices.Contains(mc, "-U") || (os.Geteuid() == 0) != slices.Contains(mc, "-u") {
 		t.Errorf("memcached args %q: want -U 0, and -u root only as root", mc)
 	}
-	ww := TandemTarget("pool", 2, 0).WithWorkerWrites()
-	ww.MemoryMB = 20
-	if got, want := strings.Join(ww.Args(1234, lim), " "),
-		"-p 1234 -l 127.0.0.1 -t 2 -m 20 -c 100 --mode pool --worker-writes"; ww.Name != "tandem-pool-t2-ww" || got != want {
-		t.Errorf("%s args %q, want tandem-pool-t2-ww with %q", ww.Name, got, want)
-	}
-	if !slices.Contains(FairnessTargets(), TandemTarget("pool", 2, 0).WithWorkerWrites()) {
-		t.Error("fairness lacks tandem-pool-t2-ww")
+	small := TandemTarget("pool", 2, 0)
+	small.MemoryMB = 20
+	if got, want := strings.Join(small.Args(1234, lim), " "),
+		"-p 1234 -l 127.0.0.1 -t 2 -m 20 -c 100 --mode pool"; got != want {
+		t.Errorf("args %q, want %q", got, want)
 	}
 	if n := len(DefaultTargets()); n != 8 {
 		t.Errorf("default matrix has %d targets, want 8", n)

@@ -374,44 +374,66 @@ func TestMetadumpLarge(t *testing.T) {
 	})
 }
 
-// TestMetadumpCutAtLimit dumps more than one reply may hold while the
-// reactor does not stream (handler.DumpLimit): the dump ends in END after
-// at least the limit's worth of lines, the connection stays usable, and
-// the server says so in its log.
-func TestMetadumpCutAtLimit(t *testing.T) {
+// TestMetadumpStreams dumps more than handler.DumpLimit (16 MiB) in every
+// mode, with a `version` pipelined after it, to a client that first reads
+// nothing for a while and then reads slowly: the dump is streamed in parts
+// (the server stops producing it while the client does not read, so its
+// memory does not grow by the dump's size), every key comes once, END and
+// the version reply follow, and the connection stays usable.
+func TestMetadumpStreams(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads 200,000 keys")
+		t.Skip("loads 200,000 keys per mode")
 	}
 	const n = 200000
-	s := startServer(t, "pool")
-	loadKeys(t, s.Addr, "a-rather-long-key-prefix-to-fill-the-dump:", n)
-	c := dial(t, s.Addr)
-	if _, err := io.WriteString(c, "lru_crawler metadump all\r\nversion\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReaderSize(c, 1<<20)
-	size, lines := 0, 0
-	for {
-		l, err := r.ReadString('\n')
+	forVariants(t, func(t *testing.T, v serverVariant) {
+		s := startServer(t, v.mode, v.extra...)
+		loadKeys(t, s.Addr, "a-rather-long-key-prefix-to-fill-the-dump:", n)
+		before, err := readPeakRSS(s.pid())
 		if err != nil {
-			t.Fatalf("after %d lines: %v", lines, err)
+			t.Fatal(err)
 		}
-		size += len(l)
-		if l == "END\r\n" {
-			break
+		c := dial(t, s.Addr)
+		if _, err := io.WriteString(c, "lru_crawler metadump all\r\nversion\r\n"); err != nil {
+			t.Fatal(err)
 		}
-		lines++
-	}
-	if l, err := r.ReadString('\n'); err != nil || l != sentinelReply {
-		t.Fatalf("after the dump: %q %v", l, err)
-	}
-	if size < 16<<20 || lines >= n {
-		t.Fatalf("dump of %d bytes, %d lines: want it cut after 16 MiB", size, lines)
-	}
-	// The log is read from the server's stderr in the background.
-	for deadline := time.Now().Add(hangGuard); !strings.Contains(s.Log(), "metadump cut short"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning in the log:\n%s", s.Log())
+		time.Sleep(500 * time.Millisecond) // a reader that reads nothing for a while
+		r := bufio.NewReaderSize(c, 4096)
+		size, lines := 0, 0
+		seen := make(map[string]bool, n)
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(hangGuard))
+			l, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("after %d lines: %v", lines, err)
+			}
+			size += len(l)
+			if l == "END\r\n" {
+				break
+			}
+			k, _, _ := strings.Cut(strings.TrimPrefix(l, "key="), " ")
+			if seen[k] {
+				t.Fatalf("key %q dumped twice", k)
+			}
+			seen[k] = true
+			if lines++; lines < 20000 && lines%500 == 0 {
+				time.Sleep(time.Millisecond) // slowly at first
+			}
 		}
-	}
+		if l, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(l, "VERSION ") {
+			t.Fatalf("after the dump: %q %v", l, err)
+		}
+		if size <= 16<<20 || lines != n {
+			t.Fatalf("dump of %d bytes, %d lines: want all %d keys, past 16 MiB", size, lines, n)
+		}
+		after, err := readPeakRSS(s.pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not streamed, the reply alone would add its 22 MB (36 MB to build).
+		if grew := after - before; grew > 16<<20 {
+			t.Errorf("peak RSS grew by %d MiB during a %d MiB dump", grew>>20, size>>20)
+		}
+		t.Logf("%d keys, %d MiB dumped; peak RSS %d -> %d MiB", lines, size>>20, before>>20, after>>20)
+		checkHealthy(t, s)
+	})
 }

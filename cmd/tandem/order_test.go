@@ -18,10 +18,11 @@ import (
 
 // TestReplyOrder checks, black box over the wire, that every reply comes
 // back once, whole and in request order while the server's reply path moves
-// through all its states: replies queued for the event loop, replies waiting
-// in the loop's outbound buffer while the client reads slowly, direct writes
-// by workers (--worker-writes) resuming once that buffer drained, 256 KiB
-// and small replies interleaved, pipelined over hundreds of batches.
+// through all its states: replies written by the executor at once, replies
+// queued in the connection's writer while the client reads slowly (its
+// flusher writes them), the connection stopped at the high-water mark and
+// resumed once they drained, long pipelines served in -R slices from the run
+// queue, 256 KiB and small replies interleaved, over hundreds of batches.
 //
 // Each connection runs a seeded stream of requests (meta gets carrying
 // their sequence number as the opaque, classic gets of distinct keys, mn),
@@ -32,10 +33,10 @@ import (
 // A credit window bounds the replies outstanding, so the server's output
 // stays under --max-conn-output whatever the reader's pace.
 //
-// It was checked to fail with two one-line mutations of the pool-mode
-// reply path (a worker writing directly while the loop still held earlier
-// replies in its buffer, and the loop writing queued replies in reverse
-// order); see docs/testing.md.
+// It was checked to fail with three one-line mutations (an executor writing
+// directly while the writer's flusher still holds earlier replies, the
+// flusher writing its queue in reverse, a running connection queued again
+// for a second worker); see docs/testing.md.
 func TestReplyOrder(t *testing.T) {
 	total := 24 << 20 // reply bytes per connection
 	if testing.Short() {

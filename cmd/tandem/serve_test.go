@@ -13,9 +13,9 @@ import (
 	"github.com/tandemcache/tandem/reactor"
 )
 
-// TestSpareProcessor: with more than one CPU the gnet modes get GOMAXPROCS of
-// at least loops + 1; one CPU, goroutine mode and an explicit GOMAXPROCS are
-// left alone.
+// TestSpareProcessor: with more than one CPU inline mode gets GOMAXPROCS of
+// at least loops + 1; one CPU, pool and goroutine mode and an explicit
+// GOMAXPROCS are left alone.
 func TestSpareProcessor(t *testing.T) {
 	orig := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
@@ -27,9 +27,10 @@ func TestSpareProcessor(t *testing.T) {
 		loops int
 		want  int
 	}{
-		{"pool, as many loops as Ps", "", reactor.ModePool, 2, 2, 3},
+		{"inline, as many loops as Ps", "", reactor.ModeInline, 2, 2, 3},
 		{"inline, more loops than Ps", "", reactor.ModeInline, 2, 4, 5},
-		{"pool, Ps to spare", "", reactor.ModePool, 4, 2, 4},
+		{"inline, Ps to spare", "", reactor.ModeInline, 4, 2, 4},
+		{"pool, as many loops as Ps", "", reactor.ModePool, 2, 2, 2},
 		{"one CPU", "", reactor.ModeInline, 1, 1, 1},
 		{"goroutine mode", "", reactor.ModeGoroutine, 2, 2, 2},
 		{"GOMAXPROCS set", "2", reactor.ModeInline, 2, 2, 2},

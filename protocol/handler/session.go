@@ -71,13 +71,18 @@ func (s *Session) Close() {
 // is cut at DumpLimit bytes.
 func (s *Session) Stream() { s.streaming = true }
 
+// Unfinished reports whether the last Execute or Continue left a reply
+// unfinished, for Continue to go on with.
+func (s *Session) Unfinished() bool { return s.dump.on }
+
 // Continue appends the next part of a reply that Execute (or the previous
 // Continue) left unfinished and reports whether more parts follow; with no
 // reply unfinished it returns out unchanged and false. A part is about
 // 64 KiB and takes well under a millisecond to build. The executor calls
-// Continue after every Execute and, while it reports more, again before it
-// runs the connection's next request; between two calls it may write out,
-// wait for the socket to drain, and let other connections run.
+// Continue when Unfinished reports a reply unfinished, and while Continue
+// reports more, again before it runs the connection's next request; between
+// two calls it may write out, wait for the socket to drain, and let other
+// connections run.
 func (s *Session) Continue(out []byte) ([]byte, bool) {
 	if !s.dump.on {
 		return out, false
