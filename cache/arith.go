@@ -63,16 +63,26 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 		}
 	} else {
 		grown := len(r) + len(digits) - len(val)
-		need := int64(sizeClass(grown) - sizeClass(len(r)))
-		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem || !s.makeRoomLocked(need, r) {
+		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
 			return 0, 0, NoMemory, nil
 		}
-		nr := build(r, key, Set, digits)
-		if !sameRecord(nr, r) {
+		j := i
+		if sizeClass(grown) != cap(r) {
+			var ok bool
+			if j, ok = s.allocLocked(grown, i); !ok {
+				return 0, 0, NoMemory, nil
+			}
+		}
+		nr := build(s.chunk(j), r, key, Set, digits)
+		if j != i {
 			copy(nr[:offVlen], r[:offVlen]) // cas, exptime, atime and flags
 			nr.setState(r.state())
+			s.killLocked(i)
+			s.putLocked(j, nr)
+			s.index.Add(h, j)
+		} else {
+			s.bytes += nr.size() - r.size()
 		}
-		s.replaceLocked(i, r, nr)
 		r = nr
 		s.st.TotalItems++ // memcached links a new item here
 	}

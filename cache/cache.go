@@ -44,11 +44,16 @@ func New(cfg Config) (*Cache, error) {
 	if c.clock == nil {
 		c.clock = SystemClock()
 	}
+	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
+	// maxSmall) share pages.
+	page := min(1<<bits.Len64(uint64(budget/128)), 1<<20)
 	c.scfg = shardConfig{
 		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
-		maxCap:           int(max(budget/minItemCharge, minCapacity)),
+		maxCap:           fitCapacity(budget, int64(sizeClass(hdrSize+1))), // minimal items
+		maxPage:          page,
+		maxChunk:         min(page/4, maxSmall),
 		disableEvictions: cfg.DisableEvictions,
 	}
 	for i := range c.shards {
@@ -210,7 +215,7 @@ func (c *Cache) FlushAll(delay int64) {
 		s := &c.shards[i]
 		s.mu.Lock()
 		s.begin(now, next)
-		s.purgeLocked(nil, false)
+		s.purgeLocked(noHandle, false)
 		s.mu.Unlock()
 	}
 }

@@ -10,38 +10,47 @@
 // # Layout
 //
 // Keys are hashed with hash/maphash; the high bits of the hash pick a shard, each with one
-// sync.Mutex, a slot table and a tinylfu.T[uint64, uint32]. An item is one record: a
-// pointer-free []byte at a Go size class holding a 27-byte header (cas, exptime, last access,
-// flags, lengths, state), the key and the value (item.go). The slot table holds a pointer to
-// each record; tinylfu maps the key's hash to the slot, so it is the index and the policy at
-// once, and there is no other list or map. A lookup compares the stored key (a different key
-// with the same 64-bit hash replaces the old one). Deleting, expiring or evicting an item frees
-// its record and slot at once; its tinylfu entry (the library has no Remove) stays behind,
-// stale, until tinylfu evicts it or a rebuild drops it (policy.go).
+// sync.Mutex, its slab pages and a tinylfu.T[uint64, uint32]. An item is one record: a 27-byte
+// header (cas, exptime, last access, flags, lengths, state), the key and the value (item.go), in
+// a chunk of one of the shard's slab pages (slab.go): one slab class per Go allocator size
+// class, a page a pointer-free []byte cut into chunks of its class, a record larger than a
+// quarter page a page of its own. tinylfu maps the key's hash to the chunk's handle (page << 16 |
+// chunk), so it is the index and the policy at once, and there is no other table, list or map.
+// A lookup compares the stored key (a different key with the same 64-bit hash replaces the old
+// one). Deleting, expiring or evicting an item returns its chunk to its class's free list at
+// once, which the next record of that class takes, so churn makes no garbage; its tinylfu entry
+// (the library has no Remove) stays behind, stale, until tinylfu evicts it or a rebuild drops it
+// (policy.go).
 //
-// What each byte of an item with a 10-byte key and a 100-byte value costs in the heap, before
-// (item struct, separate buffer, go-tinylfu entry per item) and after (this layout):
+// What each byte of an item with a 10-byte key and a 100-byte value costs in the heap: before
+// issue #18 (item struct, separate buffer), the first rebuild (one record allocation per item
+// behind a slot table) and this layout (slab chunks):
 //
-//	                               before      after
-//	key + value bytes              110         110   (record)
-//	header                          64 (item)   27   (record)
-//	size-class rounding              2           7   (112-B class before, 144-B after)
-//	slot table pointer               -           8
-//	tinylfu list element + entry    64          75   (measured per entry)
-//	tinylfu map, sketch, doorkeeper 35-70       39-78 (39 B per index slot; 1-2 slots per item)
-//	total (live heap)              ~300       266-305 (1M items: 289 B measured)
+//	                               before     records    slab chunks
+//	key + value bytes              110        110        110
+//	header                          64 (item)  27         27
+//	size-class rounding              2          7          7  (144-B chunk)
+//	slot table pointer               -          8          -
+//	tinylfu list element + entry    64         75         64  (two 32-B objects)
+//	tinylfu map, sketch, doorkeeper 35-70      39-78      50-100 per capacity / fill (52 at 1M)
+//	pages' free and uncarved chunks  -          -         ~3%
+//	total (live heap)              ~300       266-305    ~255-310 (1M items: 289 -> 272 B)
 //
 // # Memory bound
 //
 // Everything above is charged against Config.MaxBytes (-m), each shard holding at most
-// MaxBytes/N: records at their size class, 8 bytes of slot, 75 bytes per tinylfu entry and
-// 40 bytes per index slot (shard.used). So the live heap of the cache stays below -m whatever
-// the item sizes; the bytes statistic still counts key + value + 48 per item, as memcached's
-// does. A store that needs room reclaims expired items under the shard's hand, then evicts the
-// least recently accessed of 8 live items there, or with DisableEvictions fails with NoMemory.
-// tinylfu's capacity is an item count, so each shard sizes it to its budget divided by the mean
-// item cost and rebuilds the index when that drifts (policy.go): tinylfu does almost all of
-// the evicting, and the byte-pressure scan absorbs the variance.
+// MaxBytes/N: its pages as allocated and its index as built, every entry of its capacity
+// included (indexCharge, checked against runtime.MemStats by a test). So the live heap of the
+// cache stays below -m whatever the item sizes; the bytes statistic still counts key + value +
+// 48 per item, as memcached's does. A record that finds no free chunk of its class takes one
+// from the class's page being carved, or a new page while the budget has room; else a page of
+// another class without live records is released, else an expired item or the least recently
+// accessed of 8 items of the class is evicted (memcached's per-class LRU tail), and a class
+// without items, or one that has evicted a page's worth, takes the page of an older item of
+// another class (memcached's slab rebalancing). With DisableEvictions only expired items and
+// empty pages go, and the store fails with NoMemory. tinylfu's capacity is an item count: each
+// shard sizes it to its budget over the mean chunk size and rebuilds the index when that drifts
+// (policy.go), so tinylfu does almost all of the evicting.
 //
 // # Admission
 //
@@ -57,7 +66,7 @@
 //
 // Expiry and flush_all use whole unix seconds from Config.Clock (tests inject a fake clock and
 // never sleep). An access that finds an expired item reclaims it, so does a store that needs
-// room and finds one under the hand; Maintain sweeps a bounded number of slots per call, as
+// room and finds one in its class; Maintain sweeps a bounded number of chunks per call, as
 // memcached's LRU crawler does, so expired items go without traffic.
 //
 // # Locks and bytes
@@ -71,7 +80,7 @@
 //
 // # Differences from memcached
 //
-//   - A Set that must make room needs only the difference between the new and old item sizes;
+//   - A Set whose new value fits the old chunk rewrites it in place and needs no room;
 //     memcached allocates the whole new item first. An add on a live key with memory full is
 //     NotStored here, SERVER_ERROR out of memory there.
 //   - flush_all is exact to the cas id for immediate flushes even with DisableCAS (every write

@@ -94,29 +94,51 @@ func checkInvariants(t testing.TB, c *Cache) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		var n, free int
-		var size, charge int64
-		for j, p := range s.slots {
-			r := recordAt(p)
-			if r == nil {
-				free++
+		free := map[uint32]bool{}
+		for cl := range s.slab {
+			for f := s.slab[cl].free; f != 0; f = le.Uint32(s.chunk(f - 1)) {
+				h := f - 1
+				if free[h] || s.pages[h>>16].class != cl || s.liveAt(h) != nil {
+					t.Fatalf("shard %d class %d: free list holds chunk %x (page class %d) twice or live", i, cl, h, s.pages[h>>16].class)
+				}
+				free[h] = true
+			}
+		}
+		var n int
+		var size, recBytes, pageBytes int64
+		for p, pg := range s.pages {
+			if pg.mem == nil {
 				continue
 			}
-			if got, ok := s.index.Get(s.hash(r.key())); !ok || got != uint32(j) {
-				t.Errorf("shard %d: live item %q in slot %d not indexed (entry %d, %v)", i, r.key(), j, got, ok)
+			pageBytes += int64(len(pg.mem))
+			live := 0
+			for j := range pg.carved {
+				h := handle(p, j)
+				r := s.liveAt(h)
+				if r == nil {
+					if pg.class != large && !free[h] {
+						t.Errorf("shard %d: chunk %x neither live nor free", i, h)
+					}
+					continue
+				}
+				if got, ok := s.index.Get(s.hash(r.key())); !ok || got != h {
+					t.Errorf("shard %d: live item %q in chunk %x not indexed (entry %x, %v)", i, r.key(), h, got, ok)
+				}
+				if cap(r) != sizeClass(len(r)) {
+					t.Errorf("shard %d: record %q of %d bytes in a %d-byte chunk", i, r.key(), len(r), cap(r))
+				}
+				live++
+				size += r.size()
+				recBytes += int64(cap(r))
 			}
-			if cap(r) < len(r) || sizeClass(len(r)) < len(r) {
-				t.Errorf("shard %d: record %q of %d bytes in a %d-byte class", i, r.key(), len(r), sizeClass(len(r)))
+			if live != pg.live {
+				t.Errorf("shard %d page %d: %d live records, counted %d", i, p, live, pg.live)
 			}
-			n++
-			size += r.size()
-			charge += r.charge()
+			n += live
 		}
-		if n != s.n || free != len(s.free) {
-			t.Errorf("shard %d: count %d free %d, walked %d live and %d free", i, s.n, len(s.free), n, free)
-		}
-		if size != s.bytes || charge != s.recBytes {
-			t.Errorf("shard %d: bytes %d recBytes %d, sum of items %d and %d", i, s.bytes, s.recBytes, size, charge)
+		if n != s.n || size != s.bytes || recBytes != s.recBytes || pageBytes != s.pageBytes {
+			t.Errorf("shard %d: count %d bytes %d recBytes %d pageBytes %d, walked %d, %d, %d and %d",
+				i, s.n, s.bytes, s.recBytes, s.pageBytes, n, size, recBytes, pageBytes)
 		}
 		if s.used() > s.cfg.budget {
 			t.Errorf("shard %d: used %d over budget %d", i, s.used(), s.cfg.budget)
@@ -132,16 +154,16 @@ func checkInvariants(t testing.TB, c *Cache) {
 	}
 }
 
-// itemCharge is what one item of the given key and value lengths charges against the budget,
-// its index entry and index slot included.
+// itemCharge is about what one item of the given key and value lengths charges against the
+// budget: its chunk, its index entry and its share of the index.
 func itemCharge(klen, vlen int) int64 {
-	return int64(sizeClass(hdrSize+klen+vlen)) + slotBytes + entryBytes + indexSlotBytes
+	return int64(sizeClass(hdrSize+klen+vlen)) + entryBytes + 40
 }
 
-// exactBudget is the budget of one shard whose smallest index holds exactly n items of the
-// given key and value lengths.
+// exactBudget is the budget of one shard of records too large for its pages whose smallest
+// index holds n items of the given key and value lengths: exactly n of them fit.
 func exactBudget(n, klen, vlen int) int64 {
-	return int64(fitCapacity(minCapacity))*indexSlotBytes + int64(n)*(itemCharge(klen, vlen)-indexSlotBytes)
+	return indexCharge(minCapacity) + int64(n)*int64(sizeClass(hdrSize+klen+vlen))
 }
 
 func TestSizeClassMatchesAllocator(t *testing.T) {

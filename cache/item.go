@@ -6,20 +6,18 @@ import (
 	"unsafe"
 )
 
-// A record is one item's memory: a pointer-free byte slice holding a packed header, the key
-// and the value, allocated at exactly one of the Go allocator's size classes (see sizeClass) so
-// nothing is wasted beyond the class rounding and the collector never scans inside it. A shard
-// keeps a pointer to each record's first byte in its slot table; the slot index is the handle
-// tinylfu stores. Every byte is guarded by the owning shard's mutex.
+// A record is one item's memory: a packed header, the key and the value, in a chunk of one of
+// its shard's slab pages (slab.go). A record slice's length is the record's, its capacity the
+// chunk's. Every byte is guarded by the owning shard's mutex.
 //
 //	offset  size  field
 //	0       8     cas      internal cas id: unique per write, also used by flush_all
 //	8       4     exptime  absolute unix seconds; 0 = never
-//	12      4     atime    unix seconds of the last access (store, hit, touch)
+//	12      4     atime    unix seconds of the last access (see touchLocked)
 //	16      4     flags    client flags
 //	20      4     vlen     value length
 //	24      2     klen     key length
-//	26      1     state    stFetched, ...
+//	26      1     state    stLive, stFetched, ...
 //	27      klen  key
 //	27+klen vlen  value
 type record []byte
@@ -41,6 +39,7 @@ const (
 	stStale     // invalidated by md/ms with I: served, but marked X
 	stTokenSent // a win token (W) was handed out for this item
 	stKeyBinary // stored with a base64 key (ms b): k flags return it encoded
+	stLive      // the chunk holds a live record (setState sets it; a free chunk has state 0)
 )
 
 var le = binary.LittleEndian
@@ -51,19 +50,17 @@ func (r record) atime() uint32       { return le.Uint32(r[offAtime:]) }
 func (r record) flags() uint32       { return le.Uint32(r[offFlags:]) }
 func (r record) klen() int           { return int(le.Uint16(r[offKlen:])) }
 func (r record) state() uint8        { return r[offState] }
+func (r record) live() bool          { return r[offState]&stLive != 0 }
 func (r record) key() []byte         { return r[hdrSize : hdrSize+r.klen()] }
 func (r record) value() []byte       { return r[hdrSize+r.klen():] }
 func (r record) setCAS(v uint64)     { le.PutUint64(r[offCAS:], v) }
 func (r record) setExptime(v uint32) { le.PutUint32(r[offExptime:], v) }
 func (r record) setAtime(v uint32)   { le.PutUint32(r[offAtime:], v) }
 func (r record) setFlags(v uint32)   { le.PutUint32(r[offFlags:], v) }
-func (r record) setState(v uint8)    { r[offState] = v }
+func (r record) setState(v uint8)    { r[offState] = v | stLive }
 
 // size is what the item counts in the bytes statistic (memcached's item size).
 func (r record) size() int64 { return int64(len(r)-hdrSize) + ItemOverhead }
-
-// charge is what the record costs against the byte budget: its size class and its slot.
-func (r record) charge() int64 { return int64(sizeClass(len(r))) + slotBytes }
 
 // expired reports whether the item's exptime has been reached at now.
 func (r record) expired(now int64) bool {
@@ -71,32 +68,24 @@ func (r record) expired(now int64) bool {
 	return e != 0 && int64(e) <= now
 }
 
-// recordAt returns the record whose first byte is p, nil for nil.
-func recordAt(p *byte) record {
-	if p == nil {
-		return nil
-	}
-	h := unsafe.Slice(p, hdrSize)
-	return unsafe.Slice(p, hdrSize+int(le.Uint16(h[offKlen:]))+int(le.Uint32(h[offVlen:])))
+// recordIn returns the record at the start of chunk c, as long as its header says.
+func recordIn(c []byte) record {
+	return record(c[:hdrSize+int(le.Uint16(c[offKlen:]))+int(le.Uint32(c[offVlen:]))])
 }
 
-// build returns the record holding key and the new value: value itself, or for Append and
-// Prepend old's value with value added after or before it (old must hold the same key then).
-// old is rewritten in place when the result has old's size class (readers only see records
-// under the shard lock, so that is safe), else a new record is allocated at its size class; the
-// header fields other than the lengths are the caller's to set.
-func build(old record, key []byte, mode StoreMode, value []byte) record {
+// build writes key and the new value into dst, a chunk's first bytes, and returns the record:
+// value itself, or for Append and Prepend old's value with value added after or before it (old
+// must hold the same key then). dst may be old's own chunk, rewritten in place (readers only see
+// records under the shard lock, so that is safe). The header fields other than the lengths are
+// the caller's to set.
+func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) record {
 	var prev []byte
 	if mode == Append || mode == Prepend {
 		prev = old.value()
 	}
 	k, n := len(key), len(prev)+len(value)
-	size := hdrSize + k + n
-	var r record
-	if old != nil && sizeClass(size) == sizeClass(len(old)) {
-		r = unsafe.Slice(unsafe.SliceData(old), size)
-	} else {
-		r = record(make([]byte, sizeClass(size))[:size])
+	r := record(dst[:hdrSize+k+n])
+	if !sameRecord(r, old) {
 		copy(r[hdrSize:], key)
 	}
 	le.PutUint16(r[offKlen:], uint16(k))
@@ -115,13 +104,17 @@ func build(old record, key []byte, mode StoreMode, value []byte) record {
 	return r
 }
 
+// sameRecord reports whether a and b start at the same byte.
+func sameRecord(a, b record) bool { return len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b) }
+
 // maxSmall is the largest of the Go allocator's small size classes; larger allocations are
 // rounded up to its 8 KiB pages.
 const maxSmall = 32 << 10
 
 // classes[(n+7)/8] is the size the Go allocator hands out for a request of n <= maxSmall bytes
 // (every class is a multiple of 8). It is read from the allocator at start-up (an append's
-// capacity is rounded up to the size class) rather than copied from the runtime's source.
+// capacity is rounded up to the size class) rather than copied from the runtime's source. The
+// slab classes are these sizes (slab.go).
 var classes = func() []uint32 {
 	t := make([]uint32, maxSmall/8+1)
 	for n := 8; n <= maxSmall; {
@@ -134,7 +127,8 @@ var classes = func() []uint32 {
 	return t
 }()
 
-// sizeClass returns the number of bytes the Go allocator uses for an n-byte allocation.
+// sizeClass returns the number of bytes the Go allocator uses for an n-byte allocation: the
+// chunk size of a record of n bytes.
 func sizeClass(n int) int {
 	if n <= maxSmall {
 		return int(classes[(n+7)>>3])

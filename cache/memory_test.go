@@ -80,13 +80,10 @@ func TestDisableEvictions(t *testing.T) {
 	if st.Evictions != 0 || st.CurrItems != uint64(stored) || st.StoreNoMemory != 1 || st.Bytes > maxBytes {
 		t.Fatalf("evictions %d items %d/%d no_memory %d bytes %d", st.Evictions, st.CurrItems, stored, st.StoreNoMemory, st.Bytes)
 	}
-	// Room for one more item, or for the index to double when it is full.
-	room := uint64(itemCharge(5, 100))
-	if st.IndexEntries == st.IndexCapacity {
-		room += st.IndexCapacity * indexSlotBytes
-	}
-	if st.Used+room <= maxBytes {
-		t.Fatalf("NoMemory with room left: used %d, capacity %d", st.Used, st.IndexCapacity)
+	// Neither room for another page nor an index entry left.
+	s := &c.shards[0]
+	if st.Used+uint64(s.nextPage(int(classOf[sizeClass(hdrSize+5+100)/8]))) <= maxBytes && st.IndexEntries < st.IndexCapacity {
+		t.Fatalf("NoMemory with room left: used %d, entries %d of %d", st.Used, st.IndexEntries, st.IndexCapacity)
 	}
 	// every stored item is still there: tinylfu must not evict with -M
 	for i := range stored {
@@ -152,9 +149,11 @@ func TestInPlaceOverwrite(t *testing.T) {
 	first := func() *byte {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for _, p := range s.slots {
-			if p != nil {
-				return p
+		for p := range s.pages {
+			for i := range s.pages[p].carved {
+				if r := s.liveAt(handle(p, i)); r != nil {
+					return &r[0]
+				}
 			}
 		}
 		return nil

@@ -1,43 +1,49 @@
 package cache
 
-import "github.com/dgryski/go-tinylfu"
+import (
+	"math"
+	"math/bits"
 
-// Sizing of each shard's tinylfu, whose capacity is an item count: it follows the budget divided
-// by the mean cost of an item, and tinylfu has no resize, so a change rebuilds the index from the
-// slot table. Between two rebuilds there are at least a fifth of the capacity in new entries or
-// stores (except with evictions disabled and a budget full of minimal items), so the rebuild
-// cost is amortized O(1) per store. An index costs what its capacity rounded up to 7 x 2^k costs
-// (see fitCapacity), so while the budget has room the index grows 2x at a time to such sizes.
-const (
-	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
-	initialCapacity = 224 // 7 x 2^5: start small, grow
-	// samplesPerEntry is tinylfu's sample size (Gets between counter halvings) per capacity
-	// slot. The TinyLFU paper uses 8-16; 7 x 2^k slots at 7 samples each fill the doorkeeper's
-	// power-of-two bit vector to 92% at its 1% false-positive rate, where 10 would double it.
-	samplesPerEntry = 7
-	fillNum         = 31 // the capacity targets fillNum/fillDen of the budget, leaving slack
-	fillDen         = 32 // for size variance so that tinylfu, not byte pressure, mostly evicts
-
-	// What each part of the index costs, charged against the budget (measured with
-	// runtime.MemStats on go-tinylfu v0.1.0, T[uint64, uint32] at 7 samples per slot: 38.9 bytes
-	// per slot of fitCapacity for the presized map, the sketch and the doorkeeper; 74.5 bytes
-	// per entry for its list element and entry struct).
-	indexSlotBytes = 40
-	entryBytes     = 75
-	slotBytes      = 8 // a slot table pointer per record
+	"github.com/dgryski/go-tinylfu"
 )
 
-// fitCapacity returns the smallest capacity of the form 7 x 2^k that is at least n (and at
-// least 14). A Go map presized for 7 x 2^k entries allocates exactly 8 x 2^k slots (its tables
-// hold 8 slots per 7 entries and come in powers of two), tinylfu's count-min sketch has 4 x 8 x
-// 2^k counters per row, and its doorkeeper at 7 samples per slot needs 92% of a power of two bits.
-func fitCapacity(n int) int {
-	c := 14
-	for c < n {
-		c *= 2
-	}
-	return c
+// Sizing of each shard's tinylfu, whose capacity is an item count: it starts at initialCapacity
+// and doubles while the budget has room, up to what the budget fits at the live items' mean chunk
+// size, and it shrinks when byte pressure rather than tinylfu keeps evicting. tinylfu has no
+// resize, so a change rebuilds the index from the pages; between two rebuilds there are at least
+// a quarter of the capacity in new entries or stores, so the cost is amortized O(1) per store.
+// The index is charged against the budget as built, its entries at full capacity included, so
+// that adding an entry never needs room.
+const (
+	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
+	initialCapacity = 256 // powers of two use every counter of the count-min sketch
+	fillNum         = 31  // the capacity targets fillNum/fillDen of the budget, leaving slack
+	fillDen         = 32  // for size variance so that tinylfu, not byte pressure, mostly evicts
+	entryBytes      = 64  // go-tinylfu's list element and entry, 32 bytes each, per entry
+)
+
+// samples is tinylfu's sample size (Gets between counter halvings) for a capacity: 6.5 per slot
+// (the TinyLFU paper uses 8-16) fills the doorkeeper's power-of-two bit vector (9.59 bits per
+// sample at 1% false positives) to 97% at a power-of-two capacity, where 7 would double it.
+func samples(capacity int) int { return capacity * 13 / 2 }
+
+// indexCharge is what an index of the given capacity costs in the heap when full, as go-tinylfu
+// v0.1.0 allocates it on Go's swiss-table maps: the map presized for capacity entries (groups of
+// 8 slots of 16 bytes and 8 control bytes, in tables of up to 1024 slots; both the table count
+// and the slots per table are powers of two, each table one allocation), the count-min sketch (4 rows of the next power of
+// two of 4 x capacity 4-bit counters), the doorkeeper and the entries. TestIndexCharge checks it
+// against runtime.MemStats.
+func indexCharge(capacity int) int64 {
+	hint := capacity * 8 / 7
+	tables := pow2((hint + 1023) / 1024)
+	groups := max(pow2(hint/tables), 8) / 8
+	sketch := 2 * pow2(4*capacity)
+	door := max(pow2(int(float64(samples(capacity))*-math.Log(0.01)/(math.Ln2*math.Ln2))), 1024) / 8
+	return int64(tables*(sizeClass(groups*136)+56) + sketch + door + capacity*entryBytes + 560)
 }
+
+// pow2 returns the smallest power of two >= n (1 for n <= 1).
+func pow2(n int) int { return 1 << bits.Len(uint(max(n, 1)-1)) }
 
 func identity(k uint64) uint64 { return k }
 
@@ -45,103 +51,86 @@ func identity(k uint64) uint64 { return k }
 // the old index are dropped with it; live items must be re-added by the caller.
 func (s *shard) newIndexLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
-	s.index = tinylfu.New[uint64, uint32](capacity, samplesPerEntry*capacity, identity,
+	s.index = tinylfu.New[uint64, uint32](capacity, samples(capacity), identity,
 		tinylfu.OnEvict[uint64, uint32](s.onEvict))
-	s.capacity, s.indexBytes = capacity, int64(fitCapacity(capacity))*indexSlotBytes
+	s.capacity, s.indexBytes = capacity, indexCharge(capacity)
 	s.entries, s.writes, s.pressure = 0, 0, 0
 }
 
-// minItemCharge is the smallest charge of one item: an empty record, its slot, its index entry
-// and an index slot.
-var minItemCharge = int64(sizeClass(hdrSize+1)) + slotBytes + entryBytes + indexSlotBytes
-
-// targetCapacity is the item count that fills fillNum/fillDen of the budget at the mean cost of
-// the live items plus, if extra > 0, one more record charging extra. The index slots are
-// charged at fitCapacity, which is what the index allocates for any capacity up to it.
-func (s *shard) targetCapacity(extra int64) int {
-	n, b := int64(s.n), s.recBytes
-	if extra > 0 {
-		n, b = n+1, b+extra
+// fitCapacity returns about the largest capacity (at least minCapacity) whose index, with as
+// many records of per bytes, fits in room.
+func fitCapacity(room, per int64) int {
+	t := int(room / (per + entryBytes + 40))
+	for t > minCapacity && indexCharge(t)+int64(t)*per > room {
+		t -= t/16 + 1
 	}
-	if n == 0 {
+	return max(t, minCapacity)
+}
+
+// targetCapacity is the largest item count whose index and records, at the live items' mean
+// chunk size, fill fillNum/fillDen of the budget.
+func (s *shard) targetCapacity() int {
+	if s.n == 0 {
 		return s.capacity
 	}
-	room, per := s.cfg.budget/fillDen*fillNum, b/n+entryBytes
-	t := room / (per + indexSlotBytes)
-	t = (room - int64(fitCapacity(int(t)))*indexSlotBytes) / per
-	return int(min(max(t, minCapacity), int64(s.cfg.maxCap)))
+	return min(fitCapacity(s.cfg.budget/fillDen*fillNum, s.recBytes/int64(s.n)), s.cfg.maxCap)
 }
 
 // beforeInsertLocked runs before a new entry is added to the index. When the index is full,
-// tinylfu would evict; it rebuilds first if live items fill at least half of it and the byte
-// budget has room for clearly more (grow), if stale entries fill a quarter of it (purge), or,
-// with evictions disabled, whenever it can, since then only a full byte budget may refuse a
-// store. It reports false only with evictions disabled, when the index can neither drop a stale
-// entry nor grow within the budget: the store must fail.
-func (s *shard) beforeInsertLocked(charge int64) bool {
-	if s.entries < s.capacity {
+// tinylfu would evict; it rebuilds first if live items fill at least half of it and the budget
+// has room for one over 1/16 larger (grow: double, or up to the target capacity), if
+// stale entries fill
+// a quarter of it (purge), or, with evictions disabled, if there is any stale entry, since then
+// only a full byte budget may refuse a store. It reports false only with evictions disabled,
+// when the index can neither drop a stale entry nor grow within the budget: the store must fail.
+func (s *shard) beforeInsertLocked() bool {
+	c := s.capacity
+	if s.entries < c {
 		return true
 	}
-	target := s.targetCapacity(charge)
-	c := s.capacity
 	stale := s.entries - s.n
+	grow := min(2*c, s.targetCapacity())
 	switch {
-	case s.cfg.disableEvictions:
-		grow, room := min(2*c, s.cfg.maxCap), s.cfg.budget-s.used()-charge-entryBytes
-		switch {
-		case stale < c/4 && grow > c && int64(fitCapacity(grow)-fitCapacity(c))*indexSlotBytes <= room:
-			s.rebuildLocked(grow)
-		case stale > 0:
-			s.rebuildLocked(c)
-		default:
-			return false
-		}
-	case target >= c+c/4 && s.n >= c/2:
-		grow := fitCapacity(c + c/2)
-		if target < grow+grow/4 {
-			grow = target // the budget's capacity is near: take it now, it would not grow again
-		}
-		s.rebuildLocked(min(grow, s.cfg.maxCap))
-	case stale >= c/4:
-		if target <= c*4/5 {
-			c = target
-		}
+	case grow > c+c/16 && s.n >= c/2 && s.used()+indexCharge(grow)-s.indexBytes <= s.cfg.budget:
+		s.rebuildLocked(grow)
+	case stale >= c/4 || (s.cfg.disableEvictions && stale > 0):
 		s.rebuildLocked(c)
+	case s.cfg.disableEvictions:
+		return false
 	}
 	return true
 }
 
 // maintainLocked runs after every store: when byte-pressure evictions keep happening (an eighth
 // of the capacity since the last rebuild) while the index holds over 3% more items than the
-// budget fits at the current mean cost, it shrinks the index so that tinylfu, not byte pressure,
-// does the evicting again.
+// budget fits at the current mean chunk size, it shrinks the index so that tinylfu, not byte
+// pressure, does the evicting again.
 func (s *shard) maintainLocked() {
 	s.writes++
 	c := s.capacity
 	if s.pressure < c/8 || s.writes < c/4 {
 		return
 	}
-	if target := s.targetCapacity(0); target < c-c/32 {
+	if target := s.targetCapacity(); target < c-c/32 {
 		s.rebuildLocked(target)
 	}
+	s.writes, s.pressure = 0, 0
 }
 
 // rebuildLocked replaces the index with one of the given capacity holding exactly the live
-// items, re-added in slot order. Live items beyond the capacity are evicted first (the least
+// items, re-added in page order. Live items beyond the capacity are evicted first (the least
 // recently accessed under the hand), so the fresh index admits every one of them. Frequency and
 // recency history is lost; stale entries are dropped.
 func (s *shard) rebuildLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
 	for s.n > capacity {
-		victim, _ := s.sampleLocked(nil)
+		victim, _ := s.sampleLocked(anyClass, noHandle)
 		s.dropLocked(victim)
 	}
 	s.newIndexLocked(capacity)
 	s.st.Rebuilds++
-	for i, p := range s.slots {
-		if p != nil {
-			s.index.Add(s.hash(recordAt(p).key()), uint32(i))
-			s.entries++
-		}
+	for h, r := range s.records {
+		s.index.Add(s.hash(r.key()), h)
+		s.entries++
 	}
 }

@@ -2,7 +2,10 @@ package cache
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+
+	"github.com/dgryski/go-tinylfu"
 )
 
 func shardStats(c *Cache) (capacity, entries, tombs, live int) {
@@ -130,4 +133,34 @@ func TestAdmissionResistsScan(t *testing.T) {
 		t.Fatalf("only %d of %d hot keys survived a scan", kept, hot)
 	}
 	checkInvariants(t, c)
+}
+
+// TestIndexCharge: what indexCharge charges for an index is what go-tinylfu allocates for it,
+// filled to capacity, within 5% + 1 KiB (and never less).
+func TestIndexCharge(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation sizes")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	heap()
+	for _, c := range []int{16, 100, 256, 1000, 4096, 15000, 16384, 30000} {
+		before := heap()
+		idx := tinylfu.New[uint64, uint32](c, samples(c), identity)
+		for i := range c {
+			k := uint64(i) * 0x9E3779B97F4A7C15
+			idx.Get(k) // the doorkeeper and sketch are touched too, as in use
+			idx.Add(k, uint32(i))
+		}
+		got, want := int64(heap()-before), indexCharge(c)
+		runtime.KeepAlive(idx)
+		t.Logf("capacity %d: %d bytes (%.1f per entry), charged %d", c, got, float64(got)/float64(c), want)
+		if got > want || want > got+got/20+1024 {
+			t.Errorf("capacity %d: index holds %d bytes, charged %d", c, got, want)
+		}
+	}
 }

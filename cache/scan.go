@@ -64,10 +64,11 @@ func (c *Cache) Walk(cur Cursor, maxSlots int, fn func(*ItemMeta)) Cursor {
 	return next
 }
 
-// walk runs visit for every live record from cur on, looking at no more than maxSlots slots and
-// at most walkLockHold per lock hold, and returns where it stopped and how many slots it looked
-// at (a shard's end counts as one, so an empty cache still finishes).
-func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, i uint32, r record)) (Cursor, int) {
+// walk runs visit for every live record from cur on, looking at no more than maxSlots chunks and
+// at most walkLockHold per lock hold, and returns where it stopped and how many chunks it looked
+// at (a shard's end counts as one, so an empty cache still finishes). A cursor's slot is a chunk
+// handle: pages in order, chunks in order within a page.
+func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h uint32, r record)) (Cursor, int) {
 	end := cur.end
 	if end == 0 {
 		end = len(c.shards)
@@ -82,16 +83,21 @@ func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, i
 		now, fl := c.clock.Now(), c.flush.Load()
 		s.mu.Lock()
 		s.begin(now, fl)
-		stop := min(cur.slot+min(maxSlots-looked, walkLockHold), len(s.slots))
-		for i := cur.slot; i < stop; i++ {
-			if r := s.record(uint32(i)); r != nil {
-				visit(s, cur.shard+1, uint32(i), r)
+		p, i, n := cur.slot>>16, cur.slot&0xffff, 0
+		for ; n < min(maxSlots-looked, walkLockHold) && p < len(s.pages); n++ {
+			if i >= s.pages[p].carved {
+				p, i = p+1, 0
+				continue
 			}
+			if r := s.liveAt(handle(p, i)); r != nil {
+				visit(s, cur.shard+1, handle(p, i), r)
+			}
+			i++
 		}
-		atEnd := stop >= len(s.slots)
+		atEnd := p >= len(s.pages)
 		s.mu.Unlock()
-		looked += max(stop-cur.slot, 1)
-		cur.slot = stop
+		looked += max(n, 1)
+		cur.slot = p<<16 | i
 		if atEnd {
 			cur.shard, cur.slot = cur.shard+1, 0
 		}

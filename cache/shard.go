@@ -4,33 +4,35 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sync"
-	"unsafe"
 
 	"github.com/dgryski/go-tinylfu"
 )
 
-// shard is one lock domain of the cache (see the package comment). A stale index entry points
-// at a free slot or at a slot another key reused: lookups compare the stored key, and onEvict
-// only drops a record whose key hashes to the evicted entry. Invariants, with mu held between
-// operations: every record in slots has an index entry pointing at its slot; entries == live
-// items + stale entries; used() <= budget.
+// shard is one lock domain of the cache (see the package comment). A stale index entry names a
+// free chunk or a chunk another key reused: lookups compare the stored key, and onEvict only
+// drops a record whose key hashes to the evicted entry. Invariants, with mu held between
+// operations: every live record has an index entry naming its chunk; entries == live items +
+// stale entries <= capacity; used() <= budget.
 type shard struct {
 	mu sync.Mutex
 
 	// All fields below are guarded by mu.
 	index      *tinylfu.T[uint64, uint32]
-	slots      []*byte  // first byte of each slot's record; nil for a free slot
-	free       []uint32 // free slots, reused last in first out
-	n          int      // live items
-	bytes      int64    // key+value+ItemOverhead of live items (the bytes statistic)
-	recBytes   int64    // charge of the live records (size classes and slots)
-	entries    int      // index entries: live items plus stale entries
-	capacity   int      // index capacity (an item count)
-	indexBytes int64    // what the index's capacity costs: fitCapacity(capacity) slots
-	writes     int      // stores since the last rebuild
-	pressure   int      // byte-pressure evictions since the last rebuild
-	hand       int      // next slot the byte-pressure eviction scan looks at
-	st         Stats    // counters (only the counter fields are used)
+	pages      []page      // slab pages and large records (slab.go)
+	unused     []int       // indexes of released pages, reused first
+	slab       []slabClass // per slab class: free chunks and the page being carved
+	n          int         // live items
+	bytes      int64       // key+value+ItemOverhead of live items (the bytes statistic)
+	recBytes   int64       // chunk sizes of the live records
+	pageBytes  int64       // memory of the pages
+	entries    int         // index entries: live items plus stale entries
+	capacity   int         // index capacity (an item count)
+	indexBytes int64       // indexCharge(capacity): the index with every entry
+	writes     int         // stores since the last rebuild
+	pressure   int         // byte-pressure evictions since the last rebuild
+	hand       uint32      // next chunk the byte-pressure eviction looks at
+	pageHand   int         // next page a class without pages takes
+	st         Stats       // counters (only the counter fields are used)
 
 	// State of the operation in progress, set by begin.
 	now   int64
@@ -47,12 +49,18 @@ type shardConfig struct {
 	budget           int64 // bytes per shard
 	maxItem          int64 // largest item size (key+value+ItemOverhead)
 	maxCap           int   // largest index capacity: the budget filled with minimal items
+	maxPage          int   // largest slab page
+	maxChunk         int   // largest slab chunk; larger records get a page of their own
 	disableEvictions bool
 }
 
 func (s *shard) init(cfg *shardConfig) {
 	s.cfg = cfg
-	s.newIndexLocked(min(initialCapacity, cfg.maxCap))
+	s.slab = make([]slabClass, len(slabSizes))
+	for i := range s.slab {
+		s.slab[i].carving = -1
+	}
+	s.newIndexLocked(min(initialCapacity, cfg.maxCap/4))
 }
 
 // begin records the time and flush settings of the operation about to run under mu.
@@ -62,23 +70,18 @@ func (s *shard) begin(now int64, fl *flushState) {
 
 func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) }
 
-// used is what the shard charges against its budget: the records and their slots, tinylfu's
-// entries and its capacity (map, sketch and doorkeeper are sized by capacity).
-func (s *shard) used() int64 {
-	return s.recBytes + int64(s.entries)*entryBytes + s.indexBytes
-}
-
-func (s *shard) record(i uint32) record { return recordAt(s.slots[i]) }
+// used is what the shard charges against its budget: its pages and its index.
+func (s *shard) used() int64 { return s.pageBytes + s.indexBytes }
 
 // findLocked looks key up. entry reports whether the index has an entry for the key's hash and
-// i is its slot; r is the live record for key, or nil. An expired or flushed record found for
+// i is its chunk; r is the live record for key, or nil. An expired or flushed record found for
 // key is dropped and counted, as memcached's do_item_get does for every command.
 func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record) {
 	i, entry = s.index.Get(h)
 	if !entry {
 		return 0, false, nil
 	}
-	if r = s.record(i); r == nil || !bytes.Equal(r.key(), key) {
+	if r = s.liveAt(i); r == nil || !bytes.Equal(r.key(), key) {
 		return i, true, nil
 	}
 	switch {
@@ -111,43 +114,28 @@ func (s *shard) invalidLocked(r record) bool {
 	return r.expired(s.now) || s.flush.flushed(r, s.now)
 }
 
-// putLocked places a new record in a free slot and accounts it; the caller indexes the slot.
-func (s *shard) putLocked(r record) uint32 {
-	var i uint32
-	if n := len(s.free); n > 0 {
-		i, s.free = s.free[n-1], s.free[:n-1]
-	} else {
-		s.slots = append(s.slots, nil)
-		i = uint32(len(s.slots) - 1)
-	}
-	s.slots[i] = unsafe.SliceData(r)
+// putLocked accounts r, just written into chunk h, as a live record.
+func (s *shard) putLocked(h uint32, r record) {
+	s.pages[h>>16].live++
 	s.n++
 	s.bytes += r.size()
-	s.recBytes += r.charge()
-	return i
+	s.recBytes += int64(cap(r))
 }
 
-// replaceLocked makes slot i, which holds old, hold r instead (r may be old rewritten in place).
-func (s *shard) replaceLocked(i uint32, old, r record) {
-	s.slots[i] = unsafe.SliceData(r)
-	s.bytes += r.size() - old.size()
-	s.recBytes += r.charge() - old.charge()
-}
-
-// killLocked drops the live record in slot i and frees the slot. Its index entry stays, stale.
-func (s *shard) killLocked(i uint32) {
-	r := s.record(i)
+// killLocked drops the live record in chunk h and frees the chunk. Its index entry stays, stale.
+func (s *shard) killLocked(h uint32) {
+	r := s.liveAt(h)
 	s.n--
 	s.bytes -= r.size()
-	s.recBytes -= r.charge()
-	s.slots[i] = nil
-	s.free = append(s.free, i)
+	s.recBytes -= int64(cap(r))
+	s.freeChunkLocked(h)
 }
 
-// dropLocked drops the record in slot i without being asked to and counts it: a reclaim when it
-// was expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the same).
-func (s *shard) dropLocked(i uint32) {
-	r := s.record(i)
+// dropLocked drops the record in chunk h without being asked to and counts it: a reclaim when
+// it was expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the
+// same).
+func (s *shard) dropLocked(h uint32) {
+	r := s.liveAt(h)
 	unfetched := uint64(^r.state() & stFetched) // stFetched is bit 0
 	if s.invalidLocked(r) {
 		s.st.Reclaimed++
@@ -156,95 +144,79 @@ func (s *shard) dropLocked(i uint32) {
 		s.st.Evictions++
 		s.st.EvictedUnfetched += unfetched
 	}
-	s.killLocked(i)
+	s.killLocked(h)
+}
+
+// evictLocked drops the record in chunk h to make room, counting a byte-pressure eviction
+// unless it was expired or flushed.
+func (s *shard) evictLocked(h uint32) {
+	if !s.invalidLocked(s.liveAt(h)) {
+		s.pressure++
+		s.st.ByteEvictions++
+	}
+	s.dropLocked(h)
 }
 
 // onEvict is tinylfu's eviction callback; it runs inside index.Add, under mu. The entry has
-// left the index; if its slot still holds the record it was added for (and not a record of
-// another key that reused a stale entry's slot), that item is dropped and counted.
+// left the index; if its chunk still holds the record it was added for (and not a record of
+// another key that reused a stale entry's chunk), that item is dropped and counted.
 func (s *shard) onEvict(h uint64, i uint32) {
 	s.entries--
-	if r := s.record(i); r != nil && s.hash(r.key()) == h {
+	if r := s.liveAt(i); r != nil && s.hash(r.key()) == h {
 		s.dropLocked(i)
 	}
 }
 
-// scanWidth is how many slots the byte-pressure eviction looks at for each victim: expired or
-// flushed items among them go first, else the least recently accessed live one (memcached's
-// lru_pull_tail looks at 5 items of its tail).
+// scanWidth is how many live items of a class the byte-pressure eviction looks at for each
+// victim: an expired or flushed one among them goes first, else the least recently accessed
+// (memcached's lru_pull_tail looks at 5 items of its tail).
 const scanWidth = 8
 
-// makeRoomLocked frees records until need more bytes fit in the budget: expired or flushed
-// items first, then (unless evictions are disabled) the least recently accessed of scanWidth
-// live items under the hand. keep is never removed. It reports whether the room was made.
-//
-// This is the only eviction besides tinylfu's own: tinylfu counts items, so when the items are
-// larger than the index capacity assumed, bytes run out before the count does. The policy keeps
-// the capacity at what the budget holds (see policy.go), so this mostly absorbs the variance.
-func (s *shard) makeRoomLocked(need int64, keep record) bool {
-	for s.used()+need > s.cfg.budget {
-		victim, ok := s.sampleLocked(keep)
-		switch {
-		case !ok:
-			return false
-		case s.cfg.disableEvictions && !s.invalidLocked(s.record(victim)):
-			// Only expired items may go: drop them all, then give up if that is not enough.
-			s.purgeLocked(keep, true)
-			return s.used()+need <= s.cfg.budget
-		case !s.invalidLocked(s.record(victim)):
-			s.pressure++
-			s.st.ByteEvictions++
-		}
-		s.dropLocked(victim)
-	}
-	return true
-}
-
-// sampleLocked moves the hand over the slots until it has seen scanWidth live records other
-// than keep, and returns the slot of the first expired or flushed one, or else of the one
-// accessed longest ago; false if there is no record but keep.
-func (s *shard) sampleLocked(keep record) (uint32, bool) {
+// sampleLocked moves the hand over the chunks of class cl (large: the large records' pages;
+// anyClass: every page) until it has
+// seen scanWidth live records other than the one in chunk keep, and returns the chunk of the
+// first expired or flushed one, or else of the one accessed longest ago; false if it finds none.
+func (s *shard) sampleLocked(cl int, keep uint32) (uint32, bool) {
 	var best, bestAt uint32
 	seen := 0
-	for tries := 0; tries < len(s.slots) && seen < scanWidth; tries++ {
-		i := uint32(s.advanceHand())
-		r := s.record(i)
-		if r == nil || sameRecord(r, keep) {
+	for visits := 0; visits <= len(s.pages) && seen < scanWidth; {
+		p, i := int(s.hand>>16), int(s.hand&0xffff)
+		if p >= len(s.pages) || i >= s.pages[p].carved || (cl != anyClass && s.pages[p].class != cl) {
+			s.hand = handle((p+1)%max(len(s.pages), 1), 0)
+			visits++
+			continue
+		}
+		h := s.hand
+		s.hand++
+		r := s.liveAt(h)
+		if r == nil || h == keep {
 			continue
 		}
 		if s.invalidLocked(r) {
-			return i, true
+			return h, true
 		}
 		if seen == 0 || r.atime() < bestAt {
-			best, bestAt = i, r.atime()
+			best, bestAt = h, r.atime()
 		}
 		seen++
 	}
 	return best, seen > 0
 }
 
-// sameRecord reports whether a and b are the same record.
-func sameRecord(a, b record) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
-
-// advanceHand returns the hand's slot and moves it on, wrapping at the end of the table.
-func (s *shard) advanceHand() int {
-	if s.hand >= len(s.slots) {
-		s.hand = 0
-	}
-	s.hand++
-	return s.hand - 1
-}
-
-// purgeLocked drops every expired or flushed record but keep, counted as reclaims when count
-// is set (an immediate flush_all frees its items uncounted).
-func (s *shard) purgeLocked(keep record, count bool) {
-	for i, p := range s.slots {
-		if r := recordAt(p); r != nil && !sameRecord(r, keep) && s.invalidLocked(r) {
+// purgeLocked drops every expired or flushed record but the one in chunk keep, counted as
+// reclaims when count is set (an immediate flush_all frees its items uncounted), and returns
+// how many it dropped.
+func (s *shard) purgeLocked(keep uint32, count bool) int {
+	dropped := 0
+	for h, r := range s.records {
+		if h != keep && s.invalidLocked(r) {
 			if count {
-				s.dropLocked(uint32(i))
+				s.dropLocked(h)
 			} else {
-				s.killLocked(uint32(i))
+				s.killLocked(h)
 			}
+			dropped++
 		}
 	}
+	return dropped
 }

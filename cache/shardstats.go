@@ -58,8 +58,8 @@ func (c *Cache) Shards() int { return len(c.shards) }
 // has none.
 func (s *shard) oldestLocked() (int64, bool) {
 	oldest, ok := uint32(0), false
-	for _, p := range s.slots {
-		if r := recordAt(p); r != nil && (!ok || r.atime() < oldest) {
+	for _, r := range s.records {
+		if !ok || r.atime() < oldest {
 			oldest, ok = r.atime(), true
 		}
 	}

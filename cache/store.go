@@ -32,33 +32,43 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 		return out, id, nil
 	}
 	if entry && old == nil {
-		if other := s.record(i); other != nil && s.hash(other.key()) == h {
+		if other := s.liveAt(i); other != nil && s.hash(other.key()) == h {
 			s.killLocked(i) // a 64-bit hash collision: the new key replaces the other one
 		}
 	}
-	charge := int64(sizeClass(int(size)-ItemOverhead+hdrSize)) + slotBytes
-	var oldCharge int64
-	if old != nil {
-		oldCharge = old.charge()
-	} else if !entry {
-		if !s.beforeInsertLocked(charge) {
+	n := int(size) - ItemOverhead + hdrSize
+	var r record
+	if old != nil && sizeClass(n) == cap(old) {
+		r = build(old[:n:n], old, key, mode, value) // in place
+		s.bytes += r.size() - old.size()
+	} else {
+		if !entry && !s.beforeInsertLocked() {
 			s.st.StoreNoMemory++
 			return NoMemory, 0, nil
 		}
-		charge += entryBytes
-	}
-	if !s.makeRoomLocked(charge-oldCharge, old) {
-		s.st.StoreNoMemory++
-		if mode == Set && old != nil {
+		keep := noHandle
+		switch {
+		case old != nil && mode == Set:
+			s.killLocked(i) // its room goes first; memcached unlinks it too if the set fails
+			old = nil
+		case old != nil:
+			keep = i
+		}
+		j, ok := s.allocLocked(n, keep)
+		if !ok {
+			s.st.StoreNoMemory++
+			return NoMemory, 0, nil
+		}
+		r = build(s.chunk(j), old, key, mode, value)
+		if old != nil {
 			s.killLocked(i)
 		}
-		return NoMemory, 0, nil
-	}
-	r := build(old, key, mode, value)
-	if old != nil {
-		s.replaceLocked(i, old, r)
-	} else {
-		i = s.putLocked(r)
+		s.putLocked(j, r)
+		if !entry {
+			s.entries++ // tinylfu may evict another entry, or reject an older candidate leaving
+			// its window, through onEvict; never the entry being added
+		}
+		s.index.Add(h, j) // a new entry, or an entry (live or stale) that moves to chunk j
 	}
 	id := c.nextCAS()
 	r.setCAS(id)
@@ -66,15 +76,6 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 	r.setExptime(exp)
 	r.setAtime(atime32(s.now))
 	r.setState(0)
-	if old == nil {
-		// A new entry (tinylfu may evict another one, or reject an older candidate leaving
-		// its window, through onEvict; never the entry being added), or a stale entry that
-		// now points at the new slot.
-		if !entry {
-			s.entries++
-		}
-		s.index.Add(h, i)
-	}
 	out, id := s.storedLocked(c, mode, id)
 	return out, id, r
 }
