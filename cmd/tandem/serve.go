@@ -331,8 +331,8 @@ type poolExecutor struct{ p *workerpool.Pool }
 func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
 
 // setMemoryLimit gives the Go runtime a soft memory limit derived from -m,
-// unless GOMEMLIMIT is set. -m charges everything an item costs in the heap
-// (its record at its size class, its slot, go-tinylfu's entry and index slot),
+// unless GOMEMLIMIT is set. -m charges everything the cache holds in the heap
+// (the slab pages of the records and go-tinylfu's index as built),
 // so the live heap stays below -m plus the process's own ~10 MB; the limit
 // adds 1/8 of -m and 16 MiB for garbage between collections, which keeps the
 // peak RSS under 1.15 x -m + 24 MB while items churn. It also lowers GOGC to
