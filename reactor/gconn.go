@@ -2,7 +2,6 @@ package reactor
 
 import (
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,16 +135,10 @@ func (gc *gconn) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 
 // continueReply appends the next part of an unfinished reply, turning a
 // panic into a closed connection as execute does.
-func (gc *gconn) continueReply(out []byte) (res []byte, closeConn bool) {
-	defer func() {
-		if p := recover(); p != nil {
-			gc.s.panics.Add(1)
-			gc.s.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("reply part panicked; closing its connection")
-			res, closeConn, gc.unfinished = out, true, false
-		}
-	}()
-	out, gc.unfinished = gc.streamer.Continue(out)
-	return out, false
+func (gc *gconn) continueReply(out []byte) ([]byte, bool) {
+	out, more, closeConn := continueSafely(gc.streamer, out, gc.s.log, &gc.s.panics)
+	gc.unfinished = more
+	return out, closeConn
 }
 
 // progressed records that the connection completed a request, for the

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -236,8 +235,7 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	streamer := streamerOf(sess)
 	defer func() {
 		if p := recover(); p != nil {
-			s.panics.Add(1)
-			s.log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("connection panicked; closing it")
+			reportPanic(s.log, &s.panics, p, "connection panicked; closing it")
 		}
 		sess.Close()
 		_ = c.Close()

@@ -292,12 +292,30 @@ func New(cfg Config) (Server, error) {
 func executeSafely(sess Session, r *protocol.Request, out []byte, log zerolog.Logger, panics *atomic.Uint64) (res []byte, closeConn bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			panics.Add(1)
-			log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("request panicked; closing its connection")
+			reportPanic(log, panics, p, "request panicked; closing its connection")
 			res, closeConn = out, true
 		}
 	}()
 	return sess.Execute(r, out)
+}
+
+// continueSafely appends the next part of st's unfinished reply; a panic is
+// handled as in executeSafely, and leaves nothing more to continue.
+func continueSafely(st Streamer, out []byte, log zerolog.Logger, panics *atomic.Uint64) (res []byte, more, closeConn bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			reportPanic(log, panics, p, "reply part panicked; closing its connection")
+			res, more, closeConn = out, false, true
+		}
+	}()
+	res, more = st.Continue(out)
+	return res, more, false
+}
+
+// reportPanic counts a recovered panic and logs it with its stack.
+func reportPanic(log zerolog.Logger, panics *atomic.Uint64, p any, msg string) {
+	panics.Add(1)
+	log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg(msg)
 }
 
 // tooManyConns is memcached's reply to a connection over the limit.
