@@ -12,21 +12,14 @@ import (
 // is written in place and padded with spaces to the old length ("100" decr 1 is "99 "); a longer
 // one replaces the value with exactly its digits.
 func (c *Cache) Arith(key []byte, incr bool, delta uint64) (uint64, Outcome) {
-	v, _, out := c.ArithCAS(key, incr, delta, 0)
-	return v, out
+	res, out := c.MetaArith(key, incr, delta, MetaArithOptions{})
+	return res.Value, out
 }
 
-// ArithCAS is Arith for the meta protocol: with cas != 0 it first requires the item's cas id to
-// equal it (else Exists), and it also returns the new cas id (0 with DisableCAS).
-func (c *Cache) ArithCAS(key []byte, incr bool, delta, cas uint64) (value, newCAS uint64, out Outcome) {
-	s, h := c.lock(key)
-	defer s.mu.Unlock()
-	value, newCAS, out, _ = s.arithLocked(c, h, key, incr, delta, cas)
-	return value, newCAS, out
-}
-
-// arithLocked implements ArithCAS under s.mu and also returns the changed record when Stored.
-func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, cas uint64) (uint64, uint64, Outcome, record) {
+// arithLocked implements MetaArith's change of a live value under s.mu: with cas != 0 it first
+// requires the item's visible cas id to equal it (else Exists). It returns the new value and,
+// when Stored, the changed record.
+func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, cas uint64) (uint64, Outcome, record) {
 	i, _, r := s.findLocked(h, key)
 	if r == nil {
 		if incr {
@@ -34,18 +27,18 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 		} else {
 			s.st.DecrMisses++
 		}
-		return 0, 0, NotFound, nil
+		return 0, NotFound, nil
 	}
 	val := r.value()
 	if len(val) == 0 {
-		return 0, 0, NonNumeric, nil
+		return 0, NonNumeric, nil
 	}
 	if cas != 0 && c.visibleCAS(r.cas()) != cas {
-		return 0, 0, Exists, nil
+		return 0, Exists, nil
 	}
 	n, ok := parseUint(val)
 	if !ok {
-		return 0, 0, NonNumeric, nil
+		return 0, NonNumeric, nil
 	}
 	if incr {
 		n += delta
@@ -64,13 +57,13 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 	} else {
 		grown := len(r) + len(digits) - len(val)
 		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
-			return 0, 0, NoMemory, nil
+			return 0, NoMemory, nil
 		}
 		j := i
 		if sizeClass(grown) != cap(r) {
 			var ok bool
 			if j, ok = s.allocLocked(grown, i); !ok {
-				return 0, 0, NoMemory, nil
+				return 0, NoMemory, nil
 			}
 		}
 		nr := build(s.chunk(j), r, key, Set, digits)
@@ -88,7 +81,7 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 	}
 	r.setCAS(c.nextCAS())
 	r.setAtime(atime32(s.now))
-	return n, c.visibleCAS(r.cas()), Stored, r
+	return n, Stored, r
 }
 
 // parseUint reads a value the way memcached's safe_strtoull reads it with strtoull: optional

@@ -118,12 +118,12 @@ func TestArithCounters(t *testing.T) {
 func TestArithCAS(t *testing.T) {
 	c, _ := newTestCache(t, Config{})
 	_, cas := c.Store(Set, []byte("n"), []byte("10"), 0, 0, 0)
-	if _, _, out := c.ArithCAS([]byte("n"), true, 1, cas+100); out != Exists {
+	if _, out := c.MetaArith([]byte("n"), true, 1, MetaArithOptions{CAS: cas + 100}); out != Exists {
 		t.Fatalf("wrong cas: %v", out)
 	}
-	v, newCAS, out := c.ArithCAS([]byte("n"), true, 1, cas)
-	if v != 11 || out != Stored || newCAS == cas || newCAS == 0 {
-		t.Fatalf("matching cas: %d %d %v", v, newCAS, out)
+	res, out := c.MetaArith([]byte("n"), true, 1, MetaArithOptions{CAS: cas})
+	if res.Value != 11 || out != Stored || res.CAS == cas || res.CAS == 0 {
+		t.Fatalf("matching cas: %+v %v", res, out)
 	}
 }
 

@@ -152,43 +152,28 @@ func (s *shard) viewLocked(c *Cache, r record) Item {
 // Stored yet invisible, replacing the old one. TooLarge on Set also removes the old item, as
 // memcached does (the caller need not delete it); so does NoMemory on Set.
 func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64) {
-	s, h := c.lock(key)
-	out, id, _ := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
-	s.maintainLocked()
-	s.mu.Unlock()
-	return out, id
+	if mode != CAS {
+		cas = 0 // MetaStore would check it for Append and Prepend
+	}
+	return c.MetaStore(mode, key, value, flags, exptime, cas, MetaStoreOptions{})
 }
 
 // Delete removes key: Deleted if it was live, else NotFound.
-func (c *Cache) Delete(key []byte) Outcome {
-	s, h := c.lock(key)
-	defer s.mu.Unlock()
-	i, _, r := s.findLocked(h, key)
-	if r == nil {
-		s.st.DeleteMisses++
-		return NotFound
-	}
-	s.st.DeleteHits++
-	s.killLocked(i)
-	return Deleted
-}
+func (c *Cache) Delete(key []byte) Outcome { return c.MetaDelete(key, MetaDeleteOptions{}) }
 
 // Touch sets a live item's exptime (as sent by the client, see AbsExptime) without changing
 // its cas id: Touched, or NotFound. Counts cmd_touch and touch_hits/touch_misses.
 func (c *Cache) Touch(key []byte, exptime int64) Outcome {
-	s, h := c.lock(key)
-	defer s.mu.Unlock()
-	_, _, r := s.findLocked(h, key)
-	s.st.CmdTouch++
-	if r == nil {
-		s.st.TouchMisses++
+	if _, hit := c.Get(nil, key, GetOptions{Touch: true, Exptime: exptime}, discard{}); !hit {
 		return NotFound
 	}
-	s.st.TouchHits++
-	r.setExptime(time32(AbsExptime(exptime, s.now)))
-	s.touchLocked(r)
 	return Touched
 }
+
+// discard is an Appender that appends nothing.
+type discard struct{}
+
+func (discard) AppendItem(dst []byte, _ Item) []byte { return dst }
 
 // FlushAll invalidates items like memcached's flush_all [delay]: with delay <= 0 every item
 // stored so far is invalid at once (later stores are visible); with a delay (relative seconds up

@@ -210,7 +210,8 @@ func runModel(t *testing.T, prog []byte) {
 			}
 		case 10:
 			incr, delta := arg%2 == 0, uint64(arg)*uint64(arg)*1e14
-			v, cas, got := c.ArithCAS(key, incr, delta, 0)
+			res, got := c.MetaArith(key, incr, delta, MetaArithOptions{})
+			v, cas := res.Value, res.CAS
 			wantV, want := modelArith(m, k, incr, delta)
 			if got != want || v != wantV {
 				t.Fatalf("%s: arith incr=%v %d: got %d %v, want %d %v", where(), incr, delta, v, got, wantV, want)

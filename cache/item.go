@@ -136,9 +136,9 @@ func sizeClass(n int) int {
 	return (n + 8191) &^ 8191
 }
 
-// Item is a read-only view of a live item handed to an Appender while the shard lock is held.
-// Key and Value alias cache memory: they must not be retained or modified after AppendItem
-// returns (copy them instead).
+// Item is a read-only view of a live item handed to an Appender or a Walk callback while the
+// shard lock is held. Key and Value alias cache memory: they must not be retained or modified
+// after the call returns (copy them instead).
 type Item struct {
 	Key, Value []byte
 	Flags      uint32

@@ -221,7 +221,7 @@ type ArithResult struct {
 	Created bool   // the key was missing and created (Vivify)
 }
 
-// MetaArith is ArithCAS with the options of ma: Stored with the result, or NotFound, Exists,
+// MetaArith is Arith with the options of ma: Stored with the result, or NotFound, Exists,
 // NonNumeric, NoMemory (the longer number did not fit). A vivify that cannot store the new
 // item returns NoMemory, with Created set.
 func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOptions) (ArithResult, Outcome) {
@@ -229,7 +229,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 	defer s.mu.Unlock()
 	res := ArithResult{Now: s.now}
 	totalBefore := s.st.TotalItems // arithLocked counts one when a longer number relinks the item
-	v, _, out, it := s.arithLocked(c, h, key, incr, delta, opt.CAS)
+	v, out, it := s.arithLocked(c, h, key, incr, delta, opt.CAS)
 	switch {
 	case out == Stored:
 		res.Value, res.Exptime = v, int64(it.exptime())

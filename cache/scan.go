@@ -1,22 +1,10 @@
 package cache
 
 // Walking the items: key dumps (memcached's lru_crawler metadump, stats cachedump) and the
-// background expiry sweep visit the slot tables a bounded number of slots per shard lock hold,
+// background expiry sweep visit the shards' chunks a bounded number per shard lock hold,
 // so a walk over a large cache needs no memory of its own and never stalls other clients for
 // long. A walk sees the items as they are when it passes them: one stored behind the cursor
 // after the walk passed is not seen, one deleted ahead of it is not seen either.
-
-// ItemMeta describes one live item to a Walk callback.
-type ItemMeta struct {
-	Key        []byte // aliases cache memory: valid during the callback only
-	Exptime    int64  // absolute unix seconds, 0 = never
-	LastAccess int64  // unix seconds of the last access
-	CAS        uint64 // 0 with DisableCAS
-	Fetched    bool   // read since it was stored
-	Class      int    // the class stats items and stats slabs report it under (shard + 1)
-	Size       int    // key+value+ItemOverhead, as counted in the bytes statistic
-	Now        int64  // the cache time of the visit, for relative TTLs
-}
 
 // Cursor is a position in a walk over the cache's items. The zero Cursor starts a walk over
 // every class; ClassCursor starts one over a single class.
@@ -42,24 +30,17 @@ func (c *Cache) ClassCursor(class int) Cursor {
 const walkLockHold = 1024
 
 // Walk calls fn for the live items at and after cur, looking at no more than maxSlots slots,
-// and returns the cursor to continue from. fn runs under a shard lock: it must be quick and
-// must not call into the Cache. Expired and flushed items are skipped, not reclaimed; nothing
-// about an item changes.
-func (c *Cache) Walk(cur Cursor, maxSlots int, fn func(*ItemMeta)) Cursor {
+// and returns the cursor to continue from. class is the class stats items and stats slabs
+// report the item under (its shard + 1). fn runs under a shard lock: it must be quick and must
+// not call into the Cache, and it must not retain it or its slices (one Item serves every
+// call). Expired and flushed items are skipped, not reclaimed; nothing about an item changes.
+func (c *Cache) Walk(cur Cursor, maxSlots int, fn func(class int, it *Item)) Cursor {
+	var it Item
 	next, _ := c.walk(cur, maxSlots, func(s *shard, class int, _ uint32, r record) {
-		if s.invalidLocked(r) {
-			return
+		if !s.invalidLocked(r) {
+			it = s.viewLocked(c, r)
+			fn(class, &it)
 		}
-		fn(&ItemMeta{
-			Key:        r.key(),
-			Exptime:    int64(r.exptime()),
-			LastAccess: int64(r.atime()),
-			CAS:        c.visibleCAS(r.cas()),
-			Fetched:    r.state()&stFetched != 0,
-			Class:      class,
-			Size:       int(r.size()),
-			Now:        s.now,
-		})
 	})
 	return next
 }

@@ -13,7 +13,7 @@ func walkAll(c *Cache, cur Cursor, step int) ([]string, int) {
 	calls := 0
 	for !cur.Done() {
 		n := 0
-		cur = c.Walk(cur, step, func(m *ItemMeta) { keys = append(keys, string(m.Key)); n++ })
+		cur = c.Walk(cur, step, func(_ int, it *Item) { keys = append(keys, string(it.Key)); n++ })
 		if n > step {
 			panic(fmt.Sprintf("a walk of %d slots visited %d items", step, n))
 		}
@@ -54,17 +54,37 @@ func TestWalkVisitsEveryLiveItemOnce(t *testing.T) {
 	if after := c.Stats(); after != before {
 		t.Errorf("Walk changed the stats:\n got %+v\nwant %+v", after, before)
 	}
-	c.Walk(Cursor{}, 1<<20, func(m *ItemMeta) {
-		if string(m.Key) != "k002" {
+	c.Walk(Cursor{}, 1<<20, func(class int, it *Item) {
+		if string(it.Key) != "k002" {
 			return
 		}
-		if !m.Fetched || m.LastAccess != t0 || m.Exptime != 0 || m.Size != 4+5+ItemOverhead || m.CAS == 0 || m.Now != t0+10 {
-			t.Errorf("k002: %+v", m)
+		if !it.Fetched || it.LastAccess != t0 || it.Exptime != 0 || string(it.Value) != "value" || it.CAS == 0 || it.Now != t0+10 {
+			t.Errorf("k002: %+v", it)
 		}
-		if m.Class < 1 || m.Class > c.Shards() {
-			t.Errorf("class %d out of 1..%d", m.Class, c.Shards())
+		if class < 1 || class > c.Shards() {
+			t.Errorf("class %d out of 1..%d", class, c.Shards())
 		}
 	})
+}
+
+// TestWalkKeyBinary: a walk tells which items were stored with a base64 key (stats cachedump
+// leaves them out).
+func TestWalkKeyBinary(t *testing.T) {
+	c, _ := newTestCache(t, Config{Shards: 4})
+	set(t, c, "text", "v")
+	if o, _ := c.MetaStore(Set, []byte("\x00bin"), []byte("v"), 0, 0, 0, MetaStoreOptions{KeyBinary: true}); o != Stored {
+		t.Fatalf("MetaStore: %v", o)
+	}
+	seen := 0
+	c.Walk(Cursor{}, 1<<20, func(_ int, it *Item) {
+		seen++
+		if it.KeyBinary != (string(it.Key) == "\x00bin") {
+			t.Errorf("%q: KeyBinary %v", it.Key, it.KeyBinary)
+		}
+	})
+	if seen != 2 {
+		t.Fatalf("walk saw %d items, want 2", seen)
+	}
 }
 
 // TestClassCursor: walks over each class partition the items; classes out of range are empty.
@@ -76,9 +96,9 @@ func TestClassCursor(t *testing.T) {
 	total := 0
 	for class := 1; class <= c.Shards(); class++ {
 		keys, _ := walkAll(c, c.ClassCursor(class), 3)
-		c.Walk(c.ClassCursor(class), 1<<20, func(m *ItemMeta) {
-			if m.Class != class {
-				t.Errorf("class cursor %d visited an item of class %d", class, m.Class)
+		c.Walk(c.ClassCursor(class), 1<<20, func(got int, _ *Item) {
+			if got != class {
+				t.Errorf("class cursor %d visited an item of class %d", class, got)
 			}
 		})
 		total += len(keys)

@@ -3,8 +3,8 @@ package cache
 import "unsafe"
 
 // Stats is a snapshot of the cache's counters and gauges. Field names follow memcached's stats
-// names (CmdGet is cmd_get); AppendFields lists them with those names in memcached's order.
-// Counters cover every shard; ResetStats zeroes the counters but not the gauges.
+// names (CmdGet is cmd_get). Counters cover every shard; ResetStats zeroes the counters but not
+// the gauges.
 type Stats struct {
 	CmdGet        uint64 // keys looked up by get/gets (per key, like memcached)
 	CmdSet        uint64 // storage commands processed (not counting TooLarge/NoMemory, like memcached)
@@ -45,50 +45,6 @@ type Stats struct {
 	Tombstones    uint64 // gauge: stale entries: deleted, expired or evicted items still in tinylfu
 	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, stale entry purge)
 	ByteEvictions uint64 // evictions made by byte pressure (shard.go's scan), not by tinylfu
-}
-
-// StatField is one named statistic.
-type StatField struct {
-	Name  string
-	Value uint64
-}
-
-// AppendFields appends the memcached-named statistics to dst in the order memcached 1.6.18
-// prints them. The caller interleaves its own (for example cmd_meta after cmd_touch, auth_* and
-// bytes_read before limit_maxbytes, and connection and thread stats between limit_maxbytes and
-// bytes). The tandem-specific fields are not included.
-func (s *Stats) AppendFields(dst []StatField) []StatField {
-	return append(dst,
-		StatField{"cmd_get", s.CmdGet},
-		StatField{"cmd_set", s.CmdSet},
-		StatField{"cmd_flush", s.CmdFlush},
-		StatField{"cmd_touch", s.CmdTouch},
-		StatField{"get_hits", s.GetHits},
-		StatField{"get_misses", s.GetMisses},
-		StatField{"get_expired", s.GetExpired},
-		StatField{"get_flushed", s.GetFlushed},
-		StatField{"delete_misses", s.DeleteMisses},
-		StatField{"delete_hits", s.DeleteHits},
-		StatField{"incr_misses", s.IncrMisses},
-		StatField{"incr_hits", s.IncrHits},
-		StatField{"decr_misses", s.DecrMisses},
-		StatField{"decr_hits", s.DecrHits},
-		StatField{"cas_misses", s.CasMisses},
-		StatField{"cas_hits", s.CasHits},
-		StatField{"cas_badval", s.CasBadval},
-		StatField{"touch_hits", s.TouchHits},
-		StatField{"touch_misses", s.TouchMisses},
-		StatField{"store_too_large", s.StoreTooLarge},
-		StatField{"store_no_memory", s.StoreNoMemory},
-		StatField{"limit_maxbytes", s.LimitMaxbytes},
-		StatField{"bytes", s.Bytes},
-		StatField{"curr_items", s.CurrItems},
-		StatField{"total_items", s.TotalItems},
-		StatField{"expired_unfetched", s.ExpiredUnfetched},
-		StatField{"evicted_unfetched", s.EvictedUnfetched},
-		StatField{"evictions", s.Evictions},
-		StatField{"reclaimed", s.Reclaimed},
-	)
 }
 
 // array views s as its uint64 fields, in order.

@@ -13,7 +13,7 @@ import (
 // the items of one class, in memcached 1.6.18's formats. A class is a cache
 // shard (shard i is class i+1, as "stats items" reports them).
 //
-// Both walk the cache with cache.WalkDump, a bounded number of slots per
+// Both walk the cache with cache.Walk, a bounded number of slots per
 // shard lock hold, so a dump changes nothing, needs no memory of its own
 // beyond its reply, and holds up no other client for long. A cachedump
 // reply is capped at 2 MiB, as memcached caps it. A metadump can be far
@@ -34,7 +34,7 @@ const DumpLimit = 16 << 20
 const (
 	// dumpPartBytes is the size at which a metadump part ends.
 	dumpPartBytes = 64 << 10
-	// dumpWalkSlots is the slots one WalkDump call looks at: with keys of
+	// dumpWalkSlots is the slots one Walk call looks at: with keys of
 	// 250 bytes, every byte escaped, at most ~220 KiB of lines.
 	dumpWalkSlots = 256
 	// dumpPartSlots bounds the slots one part looks at, so that a part of
@@ -67,9 +67,9 @@ type keyDump struct {
 func (d *keyDump) next(c *cache.Cache, out []byte) ([]byte, int) {
 	start, lines := len(out), 0
 	var line protocol.MetadumpItem
-	emit := func(m *cache.ItemMeta, _ bool) {
-		line = protocol.MetadumpItem{Key: m.Key, Exptime: m.Exptime, LastAccess: m.LastAccess,
-			CAS: m.CAS, Fetched: m.Fetched, Class: m.Class, Size: m.Size}
+	emit := func(class int, it *cache.Item) {
+		line = protocol.MetadumpItem{Key: it.Key, Exptime: it.Exptime, LastAccess: it.LastAccess,
+			CAS: it.CAS, Fetched: it.Fetched, Class: class, Size: len(it.Key) + len(it.Value) + cache.ItemOverhead}
 		out = protocol.AppendMetadumpLine(out, &line)
 		lines++
 	}
@@ -81,7 +81,7 @@ func (d *keyDump) next(c *cache.Cache, out []byte) ([]byte, int) {
 			}
 			d.cur, d.classes = c.ClassCursor(d.classes[0]), d.classes[1:]
 		}
-		d.cur = c.WalkDump(d.cur, dumpWalkSlots, emit)
+		d.cur = c.Walk(d.cur, dumpWalkSlots, emit)
 	}
 	return out, lines
 }
@@ -199,12 +199,12 @@ func (h *Handler) statsCachedump(args [][]byte, out []byte) []byte {
 	c := h.cfg.Cache
 	start := len(out)
 	shown, full := uint32(0), false
-	emit := func(m *cache.ItemMeta, keyBinary bool) {
-		if full || keyBinary || (limit != 0 && shown == limit) {
+	emit := func(_ int, it *cache.Item) {
+		if full || it.KeyBinary || (limit != 0 && shown == limit) {
 			return
 		}
 		n := len(out)
-		out = protocol.AppendCachedumpLine(out, m.Key, m.Size-len(m.Key)-cache.ItemOverhead, m.Exptime)
+		out = protocol.AppendCachedumpLine(out, it.Key, len(it.Value), it.Exptime)
 		// memcached's rule: a line goes in if END and a NUL still fit after it.
 		if len(out)-start+len(protocol.RespEnd)+1 > protocol.CachedumpLimit {
 			out, full = out[:n], true
@@ -213,7 +213,7 @@ func (h *Handler) statsCachedump(args [][]byte, out []byte) []byte {
 		shown++
 	}
 	for cur := c.ClassCursor(int(id)); !cur.Done() && !full && (limit == 0 || shown < limit); {
-		cur = c.WalkDump(cur, dumpWalkSlots, emit)
+		cur = c.Walk(cur, dumpWalkSlots, emit)
 	}
 	return append(out, protocol.RespEnd...)
 }

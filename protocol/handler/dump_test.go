@@ -20,7 +20,7 @@ func classOf(t *testing.T, c *cache.Cache) map[string]int {
 	t.Helper()
 	cls := map[string]int{}
 	for cur := (cache.Cursor{}); !cur.Done(); {
-		cur = c.Walk(cur, 1024, func(m *cache.ItemMeta) { cls[string(m.Key)] = m.Class })
+		cur = c.Walk(cur, 1024, func(class int, it *cache.Item) { cls[string(it.Key)] = class })
 	}
 	return cls
 }
