@@ -55,32 +55,21 @@ func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, ca
 			val[i] = ' '
 		}
 	} else {
-		grown := len(r) + len(digits) - len(val)
 		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
 			return 0, NoMemory, nil
 		}
-		j := i
-		if sizeClass(grown) != cap(r) {
-			var ok bool
-			if j, ok = s.allocLocked(grown, i); !ok {
-				return 0, NoMemory, nil
-			}
+		var hdr [offVlen]byte // cas, exptime, atime and flags, which placeLocked leaves unset
+		copy(hdr[:], r)
+		st := r.state()
+		if r, ok = s.placeLocked(h, i, true, r, Replace, key, digits); !ok {
+			return 0, NoMemory, nil
 		}
-		nr := build(s.chunk(j), r, key, Set, digits)
-		if j != i {
-			copy(nr[:offVlen], r[:offVlen]) // cas, exptime, atime and flags
-			nr.setState(r.state())
-			s.killLocked(i)
-			s.putLocked(j, nr)
-			s.index.Add(h, j)
-		} else {
-			s.bytes += nr.size() - r.size()
-		}
-		r = nr
+		copy(r, hdr[:])
+		r.setState(st)
 		s.st.TotalItems++ // memcached links a new item here
 	}
 	r.setCAS(c.nextCAS())
-	r.setAtime(atime32(s.now))
+	r.setAtime(time32(s.now))
 	return n, Stored, r
 }
 

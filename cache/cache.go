@@ -62,14 +62,20 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// lock hashes key, locks its shard and prepares it for one operation.
+// lock hashes key and locks its shard (see lockShard).
 func (c *Cache) lock(key []byte) (*shard, uint64) {
 	h := maphash.Bytes(c.seed, key)
-	s := &c.shards[h>>c.shift]
+	return c.lockShard(int(h >> c.shift)), h
+}
+
+// lockShard locks shard i and records the time and flush settings of the operation about to
+// run under its lock.
+func (c *Cache) lockShard(i int) *shard {
+	s := &c.shards[i]
 	now, fl := c.clock.Now(), c.flush.Load()
 	s.mu.Lock()
-	s.begin(now, fl)
-	return s, h
+	s.now, s.flush = now, fl
+	return s
 }
 
 func (c *Cache) nextCAS() uint64 { return c.casID.Add(1) }
@@ -197,9 +203,7 @@ func (c *Cache) FlushAll(delay int64) {
 	// Free the memory now rather than lazily (memcached's LRU crawler does this in the
 	// background); one shard lock at a time.
 	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		s.begin(now, next)
+		s := c.lockShard(i)
 		s.purgeLocked(noHandle, false)
 		s.mu.Unlock()
 	}

@@ -335,7 +335,7 @@ func TestHashCollisionReplaces(t *testing.T) {
 	set(t, c, "a", "1")
 	h := s.hash([]byte("a"))
 	s.mu.Lock()
-	s.begin(t0, nil)
+	s.now = t0
 	out, _, _ := s.storeLocked(c, h, Set, []byte("b"), []byte("2"), 0, 0, 0)
 	s.mu.Unlock()
 	if out != Stored {

@@ -37,25 +37,14 @@ func AbsExptime(exptime, now int64) int64 {
 	}
 }
 
-// time32 narrows unix seconds for storage in an item; 0 stays 0 (never), anything else is
-// clamped to [1, MaxUint32] so an expiry never turns into "never".
+// time32 narrows unix seconds (an exptime or an access time) for storage in an item; 0 stays 0
+// (never), anything else is clamped to [1, MaxUint32] so an expiry never turns into "never".
 func time32(t int64) uint32 {
 	switch {
 	case t == 0:
 		return 0
 	case t < 1:
 		return 1
-	case t > math.MaxUint32:
-		return math.MaxUint32
-	}
-	return uint32(t)
-}
-
-// atime32 narrows an access time; times outside the range are clamped.
-func atime32(t int64) uint32 {
-	switch {
-	case t < 0:
-		return 0
 	case t > math.MaxUint32:
 		return math.MaxUint32
 	}

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"encoding/binary"
-	"slices"
 	"unsafe"
 )
 
@@ -106,35 +105,6 @@ func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) rec
 
 // sameRecord reports whether a and b start at the same byte.
 func sameRecord(a, b record) bool { return len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b) }
-
-// maxSmall is the largest of the Go allocator's small size classes; larger allocations are
-// rounded up to its 8 KiB pages.
-const maxSmall = 32 << 10
-
-// classes[(n+7)/8] is the size the Go allocator hands out for a request of n <= maxSmall bytes
-// (every class is a multiple of 8). It is read from the allocator at start-up (an append's
-// capacity is rounded up to the size class) rather than copied from the runtime's source. The
-// slab classes are these sizes (slab.go).
-var classes = func() []uint32 {
-	t := make([]uint32, maxSmall/8+1)
-	for n := 8; n <= maxSmall; {
-		c := cap(slices.Grow([]byte(nil), n))
-		for i := n / 8; i <= c/8 && i < len(t); i++ {
-			t[i] = uint32(c)
-		}
-		n = c + 8
-	}
-	return t
-}()
-
-// sizeClass returns the number of bytes the Go allocator uses for an n-byte allocation: the
-// chunk size of a record of n bytes.
-func sizeClass(n int) int {
-	if n <= maxSmall {
-		return int(classes[(n+7)>>3])
-	}
-	return (n + 8191) &^ 8191
-}
 
 // Item is a read-only view of a live item handed to an Appender or a Walk callback while the
 // shard lock is held. Key and Value alias cache memory: they must not be retained or modified

@@ -34,7 +34,7 @@ type shard struct {
 	pageHand   int         // next page a class without pages takes
 	st         Stats       // counters (only the counter fields are used)
 
-	// State of the operation in progress, set by begin.
+	// State of the operation in progress, set by Cache.lockShard.
 	now   int64
 	flush *flushState
 
@@ -61,11 +61,6 @@ func (s *shard) init(cfg *shardConfig) {
 		s.slab[i].carving = -1
 	}
 	s.newIndexLocked(min(initialCapacity, cfg.maxCap/4))
-}
-
-// begin records the time and flush settings of the operation about to run under mu.
-func (s *shard) begin(now int64, fl *flushState) {
-	s.now, s.flush = now, fl
 }
 
 func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) }
@@ -106,7 +101,7 @@ func (s *shard) touchLocked(r record) {
 		r.setState(st | stFetched)
 		return
 	}
-	r.setAtime(atime32(s.now))
+	r.setAtime(time32(s.now))
 }
 
 // invalidLocked reports whether a live record is expired or flushed.

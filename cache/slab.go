@@ -1,5 +1,7 @@
 package cache
 
+import "slices"
+
 // Slab memory (see the package comment's Layout and Memory bound): a class's first page holds
 // 16 chunks and each further one as many as the class already has, up to maxPage bytes, so a
 // class in little use holds little memory and a busy one few pages. A class's free chunks are
@@ -34,18 +36,34 @@ type slabClass struct {
 	evicted int // byte-pressure evictions since the class last looked for a page to take
 }
 
-// slabSizes lists the chunk size of each slab class; classOf[size/8] is the class of a chunk size.
+// maxSmall is the largest of the Go allocator's small size classes; larger allocations are
+// rounded up to its 8 KiB pages.
+const maxSmall = 32 << 10
+
+// slabSizes lists the chunk size of each slab class: the Go allocator's small size classes,
+// read from the allocator at start-up (an append's capacity is rounded up to the size class)
+// rather than copied from the runtime's source. classOf[(n+7)/8] is the class of an n-byte
+// record, n <= maxSmall.
 var slabSizes, classOf = func() ([]int, []int8) {
 	var sizes []int
 	of := make([]int8, maxSmall/8+1)
-	for i := 1; i < len(classes); i++ {
-		if c := int(classes[i]); len(sizes) == 0 || sizes[len(sizes)-1] != c {
-			sizes = append(sizes, c)
+	for n := 8; n <= maxSmall; n += 8 {
+		if len(sizes) == 0 || sizes[len(sizes)-1] < n {
+			sizes = append(sizes, cap(slices.Grow([]byte(nil), n)))
 		}
-		of[classes[i]/8] = int8(len(sizes) - 1)
+		of[n/8] = int8(len(sizes) - 1)
 	}
 	return sizes, of
 }()
+
+// sizeClass returns the number of bytes the Go allocator uses for an n-byte allocation: the
+// chunk size of a record of n bytes.
+func sizeClass(n int) int {
+	if n <= maxSmall {
+		return slabSizes[classOf[(n+7)>>3]]
+	}
+	return (n + 8191) &^ 8191
+}
 
 // chunk returns chunk h's bytes (its length and capacity are the chunk size).
 func (s *shard) chunk(h uint32) []byte {

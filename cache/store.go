@@ -36,48 +36,62 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 			s.killLocked(i) // a 64-bit hash collision: the new key replaces the other one
 		}
 	}
-	n := int(size) - ItemOverhead + hdrSize
-	var r record
-	if old != nil && sizeClass(n) == cap(old) {
-		r = build(old[:n:n], old, key, mode, value) // in place
-		s.bytes += r.size() - old.size()
-	} else {
-		if !entry && !s.beforeInsertLocked() {
-			s.st.StoreNoMemory++
-			return NoMemory, 0, nil
-		}
-		keep := noHandle
-		switch {
-		case old != nil && mode == Set:
-			s.killLocked(i) // its room goes first; memcached unlinks it too if the set fails
-			old = nil
-		case old != nil:
-			keep = i
-		}
-		j, ok := s.allocLocked(n, keep)
-		if !ok {
-			s.st.StoreNoMemory++
-			return NoMemory, 0, nil
-		}
-		r = build(s.chunk(j), old, key, mode, value)
-		if old != nil {
-			s.killLocked(i)
-		}
-		s.putLocked(j, r)
-		if !entry {
-			s.entries++ // tinylfu may evict another entry, or reject an older candidate leaving
-			// its window, through onEvict; never the entry being added
-		}
-		s.index.Add(h, j) // a new entry, or an entry (live or stale) that moves to chunk j
+	r, ok := s.placeLocked(h, i, entry, old, mode, key, value)
+	if !ok {
+		s.st.StoreNoMemory++
+		return NoMemory, 0, nil
 	}
 	id := c.nextCAS()
 	r.setCAS(id)
 	r.setFlags(flags)
 	r.setExptime(exp)
-	r.setAtime(atime32(s.now))
+	r.setAtime(time32(s.now))
 	r.setState(0)
 	out, id := s.storedLocked(c, mode, id)
 	return out, id, r
+}
+
+// placeLocked writes key and the new value (see build) into old's chunk if the record still
+// fits it, else into a new chunk, which becomes key's (i, entry and old are as findLocked
+// returned them). A Set frees old's chunk first; the other modes keep old until the new record
+// is written and leave it in place when there is no room. It returns the record, whose header
+// fields other than the lengths are the caller's to set, or false when there is no room.
+func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode StoreMode, key, value []byte) (record, bool) {
+	n := hdrSize + len(key) + len(value)
+	if mode == Append || mode == Prepend {
+		n += len(old.value())
+	}
+	if old != nil && sizeClass(n) == cap(old) {
+		r := build(old[:n:n], old, key, mode, value) // in place
+		s.bytes += r.size() - old.size()
+		return r, true
+	}
+	if !entry && !s.beforeInsertLocked() {
+		return nil, false
+	}
+	keep := noHandle
+	switch {
+	case old != nil && mode == Set:
+		s.killLocked(i) // its room goes first; memcached unlinks it too if the set fails
+		old = nil
+	case old != nil:
+		keep = i
+	}
+	j, ok := s.allocLocked(n, keep)
+	if !ok {
+		return nil, false
+	}
+	r := build(s.chunk(j), old, key, mode, value)
+	if old != nil {
+		s.killLocked(i)
+	}
+	s.putLocked(j, r)
+	if !entry {
+		s.entries++ // tinylfu may evict another entry, or reject an older candidate leaving
+		// its window, through onEvict; never the entry being added
+	}
+	s.index.Add(h, j) // a new entry, or an entry (live or stale) that moves to chunk j
+	return r, true
 }
 
 // checkModeLocked applies the mode's precondition to the live record r (nil if missing) and
