@@ -41,9 +41,8 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 	_, _, it := s.findLocked(h, key)
 	created := false
 	if it == nil && opt.Vivify {
-		it, _ = s.vivifyLocked(c, h, key, nil, opt.NewCAS)
-		created = it != nil
-		if created {
+		if it = s.vivifyLocked(c, h, key, nil, opt.NewCAS); it != nil {
+			created = true
 			defer s.maintainLocked() // after the item's last use: it may rebuild the index
 			if opt.KeyBinary {
 				it.setState(it.state() | stKeyBinary)
@@ -54,37 +53,24 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 	if it == nil {
 		return dst, false
 	}
-	view := s.viewLocked(c, it)
+	view := s.viewLocked(c, it) // a created item has no exptime yet
 	view.Created = created
-	if created {
-		view.Exptime = 0 // the new item exists, with no exptime, until N or T sets one
-	}
 	touched := time32(AbsExptime(opt.TouchExptime, s.now))
-	won := created
-	switch {
-	case created && opt.Touch && !opt.VivifyLast:
-		it.setExptime(touched)
-	case created:
-		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
-	default:
-		exp := it.exptime()
-		if opt.Touch && opt.TouchThenRecache {
-			exp = touched
-		}
-		if opt.Recache && it.state()&stTokenSent == 0 && exp != 0 && exp < time32(AbsExptime(opt.RecacheExpt, s.now)) {
-			won = true
-		}
-		if opt.Touch {
-			it.setExptime(touched)
-		}
+	exp := it.exptime()
+	if opt.Touch && opt.TouchThenRecache {
+		exp = touched
 	}
-	if view.Stale && !view.WinSentBefore {
-		won = true
-	}
-	if won {
+	recache := opt.Recache && exp != 0 && exp < time32(AbsExptime(opt.RecacheExpt, s.now))
+	view.Win = created || (!view.WinSentBefore && (view.Stale || recache))
+	if view.Win {
 		it.setState(it.state() | stTokenSent)
 	}
-	view.Win = won
+	switch {
+	case created && (!opt.Touch || opt.VivifyLast):
+		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
+	case opt.Touch:
+		it.setExptime(touched)
+	}
 	if !opt.NoBump {
 		s.touchLocked(it)
 	}
@@ -92,19 +78,19 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 }
 
 // vivifyLocked creates the missing key with value, no flags and no exptime, as mg N and ma N
-// do, and returns it; nil with the reason (NoMemory or TooLarge) when there is no item. memcached
-// links such items directly: they count in total_items, not in cmd_set. The caller runs
-// maintainLocked once it is done with the item.
-func (s *shard) vivifyLocked(c *Cache, h uint64, key, value []byte, newCAS uint64) (record, Outcome) {
+// do, and returns it; nil when it does not fit (NoMemory or TooLarge). memcached links such
+// items directly: they count in total_items, not in cmd_set. The caller runs maintainLocked
+// once it is done with the item.
+func (s *shard) vivifyLocked(c *Cache, h uint64, key, value []byte, newCAS uint64) record {
 	out, _, r := s.storeLocked(c, h, Add, key, value, 0, 0, 0)
 	if out != Stored {
-		return nil, out
+		return nil
 	}
 	s.st.CmdSet--
 	if newCAS != 0 {
 		r.setCAS(newCAS)
 	}
-	return r, out
+	return r
 }
 
 // MetaStoreOptions modifies a MetaStore (the flags of ms and binary stores).
@@ -145,10 +131,10 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 	}
 	out, id, r := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
 	if r != nil {
-		r.setState(stale)
 		if opt.KeyBinary {
-			r.setState(stale | stKeyBinary)
+			stale |= stKeyBinary
 		}
+		r.setState(stale)
 		if opt.NewCAS != 0 {
 			r.setCAS(opt.NewCAS)
 			id = c.visibleCAS(opt.NewCAS)
@@ -247,12 +233,8 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 		}
 		var tmp [20]byte
 		res.Created = true
-		var vout Outcome
-		if it, vout = s.vivifyLocked(c, h, key, strconv.AppendUint(tmp[:0], opt.Initial, 10), 0); it == nil {
-			if vout == NoMemory || vout == TooLarge {
-				return res, NoMemory
-			}
-			return res, NotStored
+		if it = s.vivifyLocked(c, h, key, strconv.AppendUint(tmp[:0], opt.Initial, 10), 0); it == nil {
+			return res, NoMemory
 		}
 		defer s.maintainLocked() // after the item's last use: it may rebuild the index
 		res.Value = opt.Initial
@@ -260,9 +242,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 		return res, out
 	}
 	switch {
-	case res.Created && opt.Touch && !opt.VivifyLast:
-		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
-	case res.Created:
+	case res.Created && (!opt.Touch || opt.VivifyLast):
 		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
 	case opt.Touch:
 		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))

@@ -52,13 +52,25 @@ func (s *Stats) array() *[unsafe.Sizeof(Stats{}) / 8]uint64 {
 	return (*[unsafe.Sizeof(Stats{}) / 8]uint64)(unsafe.Pointer(s))
 }
 
-// addCounters adds o's fields to s. Every field of Stats is a uint64, and the gauges are zero
-// in the shards' Stats (only the aggregate sets them), so all of them are added.
-func (s *Stats) addCounters(o *Stats) {
+// add adds o's fields to s: every field of Stats is a uint64, and CmdFlush, LimitMaxbytes and
+// Shards are zero in the shards' Stats.
+func (s *Stats) add(o *Stats) {
 	dst, src := s.array(), o.array()
 	for i := range dst {
 		dst[i] += src[i]
 	}
+}
+
+// statsLocked returns the shard's counters and gauges.
+func (s *shard) statsLocked() Stats {
+	st := s.st
+	st.Bytes = uint64(s.bytes)
+	st.CurrItems = uint64(s.n)
+	st.Used = uint64(s.used())
+	st.IndexCapacity = uint64(s.capacity)
+	st.IndexEntries = uint64(s.entries)
+	st.Tombstones = uint64(s.entries - s.n)
+	return st
 }
 
 // Stats returns a snapshot of the counters and gauges. It takes each shard's lock briefly, one
@@ -72,16 +84,57 @@ func (c *Cache) Stats() Stats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.addCounters(&s.st)
-		st.Bytes += uint64(s.bytes)
-		st.CurrItems += uint64(s.n)
-		st.Used += uint64(s.used())
-		st.IndexCapacity += uint64(s.capacity)
-		st.IndexEntries += uint64(s.entries)
-		st.Tombstones += uint64(s.entries - s.n)
+		shard := s.statsLocked()
 		s.mu.Unlock()
+		st.add(&shard)
 	}
 	return st
+}
+
+// ShardStats is a snapshot of one shard, for per-shard reports such as "stats items" and
+// "stats slabs" (tandem has shards where memcached has slab classes). Its Stats holds the
+// shard's counters and gauges; CmdFlush, LimitMaxbytes and Shards are zero there.
+type ShardStats struct {
+	Shard  int    // index, 0-based
+	Budget uint64 // the shard's byte budget (MaxBytes / shards)
+	// Age is how many seconds ago the least recently used live item was last accessed, by the
+	// cache clock (memcached's items:N:age); 0 for an empty shard. Finding it reads every
+	// record of the shard.
+	Age int64
+	Stats
+}
+
+// ShardStats appends a snapshot of every shard to dst, in shard order, and returns it. Each
+// shard's lock is taken briefly, one at a time, so the snapshot is consistent per shard only.
+// It does not allocate when dst has room for every shard (see Shards).
+func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
+	now := c.clock.Now()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		ss := ShardStats{Shard: i, Budget: uint64(s.cfg.budget), Stats: s.statsLocked()}
+		if oldest, ok := s.oldestLocked(); ok {
+			ss.Age = max(now-oldest, 0)
+		}
+		s.mu.Unlock()
+		dst = append(dst, ss)
+	}
+	return dst
+}
+
+// Shards returns the number of shards (fixed at New).
+func (c *Cache) Shards() int { return len(c.shards) }
+
+// oldestLocked returns the earliest last-access time of the shard's live records; false if it
+// has none.
+func (s *shard) oldestLocked() (int64, bool) {
+	oldest, ok := uint32(0), false
+	for _, r := range s.records {
+		if !ok || r.atime() < oldest {
+			oldest, ok = r.atime(), true
+		}
+	}
+	return int64(oldest), ok
 }
 
 // ResetStats zeroes the counters, like memcached's "stats reset" (items and bytes stay).

@@ -264,21 +264,21 @@ func newStatsCollector(src metricsSources) *statsCollector {
 	}
 	c.shards = []shardMetric{
 		sh("memcached_slab_current_items", "Number of items currently stored in this slab class (tandem: cache shard).", gauge,
-			func(s *cache.ShardStats) uint64 { return s.Items }),
+			func(s *cache.ShardStats) uint64 { return s.CurrItems }),
 		sh("memcached_slab_items_age_seconds", "Number of seconds the oldest item has been in the slab class (tandem: since its last access).", gauge,
 			func(s *cache.ShardStats) uint64 { return uint64(s.Age) }),
 		sh("memcached_slab_mem_requested_bytes", "Number of bytes of memory actual items take up within a slab.", gauge,
 			func(s *cache.ShardStats) uint64 { return s.Bytes }),
 		sh("memcached_slab_items_evicted_total", "Total number of times an item had to be evicted from the LRU before it expired.", counter,
-			func(s *cache.ShardStats) uint64 { return s.Counters.Evictions }),
+			func(s *cache.ShardStats) uint64 { return s.Evictions }),
 		sh("memcached_slab_items_evicted_unfetched_total", "Total number of items evicted and never fetched.", counter,
-			func(s *cache.ShardStats) uint64 { return s.Counters.EvictedUnfetched }),
+			func(s *cache.ShardStats) uint64 { return s.EvictedUnfetched }),
 		sh("memcached_slab_items_expired_unfetched_total", "Total number of valid items evicted from the LRU which were never touched after being set.", counter,
-			func(s *cache.ShardStats) uint64 { return s.Counters.ExpiredUnfetched }),
+			func(s *cache.ShardStats) uint64 { return s.ExpiredUnfetched }),
 		sh("memcached_slab_items_outofmemory_total", "Total number of items for this slab class that have triggered an out of memory error.", counter,
-			func(s *cache.ShardStats) uint64 { return s.Counters.StoreNoMemory }),
+			func(s *cache.ShardStats) uint64 { return s.StoreNoMemory }),
 		sh("memcached_slab_items_reclaimed_total", "Total number of items reclaimed.", counter,
-			func(s *cache.ShardStats) uint64 { return s.Counters.Reclaimed }),
+			func(s *cache.ShardStats) uint64 { return s.Reclaimed }),
 	}
 	type cm = struct {
 		desc  *prometheus.Desc
@@ -331,7 +331,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(st.Server.Counters[handler.ClosedOverflow]), "overflow")
 	ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(st.Server.Counters[handler.ClosedIdle]), "idle")
 	for _, s := range c.src.Cache.ShardStats(nil) {
-		if s.Items == 0 && s.Counters.CmdSet == 0 {
+		if s.CurrItems == 0 && s.CmdSet == 0 {
 			continue // like "stats items": only shards in use
 		}
 		slab := strconv.Itoa(s.Shard + 1)

@@ -78,16 +78,16 @@ func shardID(s *cache.ShardStats) string { return strconv.Itoa(s.Shard + 1) }
 // like memcached's per-class item stats.
 func (h *Handler) appendItemsStats(out []byte) []byte {
 	for _, s := range h.cfg.Cache.ShardStats(nil) {
-		if s.Items == 0 {
+		if s.CurrItems == 0 {
 			continue
 		}
 		prefix := "items:" + shardID(&s) + ":"
-		c := &s.Counters
+		c := &s.Stats
 		for _, f := range [...]struct {
 			name string
 			v    uint64
 		}{
-			{"number", s.Items},
+			{"number", s.CurrItems},
 			{"age", uint64(s.Age)},
 			{"mem_requested", s.Bytes},
 			{"evicted", c.Evictions},
@@ -111,12 +111,12 @@ func (h *Handler) appendSlabsStats(out []byte) []byte {
 	var bytesUsed uint64
 	for _, s := range shards {
 		bytesUsed += s.Bytes
-		if s.Items == 0 && s.Counters.CmdSet == 0 {
+		if s.CurrItems == 0 && s.CmdSet == 0 {
 			continue
 		}
 		active++
 		prefix := shardID(&s) + ":"
-		c := &s.Counters
+		c := &s.Stats
 		for _, f := range [...]struct {
 			name string
 			v    uint64
@@ -129,7 +129,7 @@ func (h *Handler) appendSlabsStats(out []byte) []byte {
 			{"cas_hits", c.CasHits},
 			{"cas_badval", c.CasBadval},
 			{"touch_hits", c.TouchHits},
-			{"used_chunks", s.Items},
+			{"used_chunks", s.CurrItems},
 			{"mem_requested", s.Bytes},
 			{"tandem_budget_bytes", s.Budget},
 			{"tandem_index_capacity", s.IndexCapacity},

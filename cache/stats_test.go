@@ -25,7 +25,7 @@ func TestShardStatsSumToStats(t *testing.T) {
 	if len(shards) != c.Shards() || c.Shards() != 8 {
 		t.Fatalf("got %d shard snapshots, Shards() = %d, want 8", len(shards), c.Shards())
 	}
-	var sum ShardStats
+	var sum Stats
 	for i, s := range shards {
 		if s.Shard != i {
 			t.Errorf("snapshot %d has Shard %d", i, s.Shard)
@@ -33,35 +33,31 @@ func TestShardStatsSumToStats(t *testing.T) {
 		if s.Budget != 1<<20 {
 			t.Errorf("shard %d budget %d, want %d", i, s.Budget, 1<<20)
 		}
-		if s.Items > 0 && s.Age < 7 {
+		if s.CurrItems > 0 && s.Age < 7 {
 			t.Errorf("shard %d age %d, want >= 7 (clock advanced 7s after every store)", i, s.Age)
 		}
-		sum.Items += s.Items
-		sum.Bytes += s.Bytes
-		sum.IndexCapacity += s.IndexCapacity
-		sum.Tombstones += s.Tombstones
-		sum.Counters.addCounters(&s.Counters)
+		sum.add(&s.Stats)
 	}
 	checks := []struct {
 		name      string
 		got, want uint64
 	}{
-		{"items", sum.Items, all.CurrItems},
+		{"items", sum.CurrItems, all.CurrItems},
 		{"bytes", sum.Bytes, all.Bytes},
 		{"index capacity", sum.IndexCapacity, all.IndexCapacity},
 		{"tombstones", sum.Tombstones, all.Tombstones},
-		{"get_hits", sum.Counters.GetHits, all.GetHits},
-		{"get_misses", sum.Counters.GetMisses, all.GetMisses},
-		{"cmd_set", sum.Counters.CmdSet, all.CmdSet},
-		{"delete_hits", sum.Counters.DeleteHits, all.DeleteHits},
+		{"get_hits", sum.GetHits, all.GetHits},
+		{"get_misses", sum.GetMisses, all.GetMisses},
+		{"cmd_set", sum.CmdSet, all.CmdSet},
+		{"delete_hits", sum.DeleteHits, all.DeleteHits},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
 			t.Errorf("%s: shards sum to %d, Stats says %d", ck.name, ck.got, ck.want)
 		}
 	}
-	if sum.Items != 199 || sum.Counters.GetHits != 50 {
-		t.Errorf("items %d hits %d, want 199 and 50", sum.Items, sum.Counters.GetHits)
+	if sum.CurrItems != 199 || sum.GetHits != 50 {
+		t.Errorf("items %d hits %d, want 199 and 50", sum.CurrItems, sum.GetHits)
 	}
 }
 
@@ -69,7 +65,7 @@ func TestShardStatsEmptyAndNoAlloc(t *testing.T) {
 	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20, Shards: 4})
 	dst := make([]ShardStats, 0, c.Shards())
 	for _, s := range c.ShardStats(dst) {
-		if s.Items != 0 || s.Age != 0 || s.Bytes != 0 {
+		if s.CurrItems != 0 || s.Age != 0 || s.Bytes != 0 {
 			t.Errorf("empty shard %d: %+v", s.Shard, s)
 		}
 	}
