@@ -12,7 +12,6 @@ import (
 type Cache struct {
 	shards     []shard
 	shift      uint // shard index = hash >> shift (the high bits; tinylfu uses the low ones)
-	seed       maphash.Seed
 	clock      Clock
 	limit      int64 // Config.MaxBytes
 	disableCAS bool
@@ -36,7 +35,6 @@ func New(cfg Config) (*Cache, error) {
 	c := &Cache{
 		shards:     make([]shard, n),
 		shift:      uint(64 - bits.TrailingZeros(uint(n))),
-		seed:       maphash.MakeSeed(),
 		clock:      cfg.Clock,
 		limit:      cfg.MaxBytes,
 		disableCAS: cfg.DisableCAS,
@@ -48,7 +46,7 @@ func New(cfg Config) (*Cache, error) {
 	// maxSmall) share pages.
 	page := min(1<<bits.Len64(uint64(budget/128)), 1<<20)
 	c.scfg = shardConfig{
-		seed:             c.seed,
+		seed:             maphash.MakeSeed(),
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
 		maxCap:           fitCapacity(budget, int64(sizeClass(hdrSize+1))), // minimal items
@@ -64,7 +62,7 @@ func New(cfg Config) (*Cache, error) {
 
 // lock hashes key and locks its shard (see lockShard).
 func (c *Cache) lock(key []byte) (*shard, uint64) {
-	h := maphash.Bytes(c.seed, key)
+	h := maphash.Bytes(c.scfg.seed, key)
 	return c.lockShard(int(h >> c.shift)), h
 }
 

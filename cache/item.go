@@ -67,11 +67,6 @@ func (r record) expired(now int64) bool {
 	return e != 0 && int64(e) <= now
 }
 
-// recordIn returns the record at the start of chunk c, as long as its header says.
-func recordIn(c []byte) record {
-	return record(c[:hdrSize+int(le.Uint16(c[offKlen:]))+int(le.Uint32(c[offVlen:]))])
-}
-
 // build writes key and the new value into dst, a chunk's first bytes, and returns the record:
 // value itself, or for Append and Prepend old's value with value added after or before it (old
 // must hold the same key then). dst may be old's own chunk, rewritten in place (readers only see
@@ -84,7 +79,7 @@ func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) rec
 	}
 	k, n := len(key), len(prev)+len(value)
 	r := record(dst[:hdrSize+k+n])
-	if !sameRecord(r, old) {
+	if len(old) == 0 || unsafe.SliceData(r) != unsafe.SliceData(old) { // not rewritten in place
 		copy(r[hdrSize:], key)
 	}
 	le.PutUint16(r[offKlen:], uint16(k))
@@ -102,9 +97,6 @@ func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) rec
 	}
 	return r
 }
-
-// sameRecord reports whether a and b start at the same byte.
-func sameRecord(a, b record) bool { return len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b) }
 
 // Item is a read-only view of a live item handed to an Appender or a Walk callback while the
 // shard lock is held. Key and Value alias cache memory: they must not be retained or modified

@@ -261,7 +261,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 // shard's records, a bounded number per lock hold, so its cost grows with the shard: it is meant
 // for debugging, not for a hot path.
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
-	h := maphash.Bytes(c.seed, key)
+	h := maphash.Bytes(c.scfg.seed, key)
 	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}
 	hit := false
 	for !cur.done && !hit {

@@ -57,9 +57,6 @@ type shardConfig struct {
 func (s *shard) init(cfg *shardConfig) {
 	s.cfg = cfg
 	s.slab = make([]slabClass, len(slabSizes))
-	for i := range s.slab {
-		s.slab[i].carving = -1
-	}
 	s.newIndexLocked(min(initialCapacity, cfg.maxCap/4))
 }
 

@@ -28,7 +28,7 @@ func handle(p, i int) uint32 { return uint32(p)<<16 | uint32(i) }
 
 // slabClass holds a class's free chunks: free is the first one's handle + 1 (0: none), each
 // free chunk holding the next one's in its first 4 bytes; carving is the page whose uncarved
-// tail the class uses next (-1: none).
+// tail the class uses next, + 1 (0: none).
 type slabClass struct {
 	free    uint32
 	carving int
@@ -82,7 +82,7 @@ func (s *shard) liveAt(h uint32) record {
 	if c[offState]&stLive == 0 {
 		return nil
 	}
-	return recordIn(c)
+	return record(c[:hdrSize+int(le.Uint16(c[offKlen:]))+int(le.Uint32(c[offVlen:]))])
 }
 
 // records yields the handle and record of every live record, page by page. The caller may drop
@@ -139,13 +139,13 @@ func (s *shard) takeLocked(cl int) (uint32, bool) {
 		sc.free = le.Uint32(s.chunk(h))
 		return h, true
 	}
-	if sc.carving < 0 {
+	if sc.carving == 0 {
 		return 0, false
 	}
-	p := &s.pages[sc.carving]
-	h := handle(sc.carving, p.carved)
+	p := &s.pages[sc.carving-1]
+	h := handle(sc.carving-1, p.carved)
 	if p.carved++; p.carved == len(p.mem)/p.size {
-		sc.carving = -1
+		sc.carving = 0
 	}
 	return h, true
 }
@@ -165,7 +165,7 @@ func (s *shard) newPageLocked(cl int, mem []byte) int {
 	}
 	s.pageBytes += int64(len(mem))
 	if cl != large {
-		s.slab[cl].carving = p
+		s.slab[cl].carving = p + 1
 		s.slab[cl].pages++
 	}
 	return p
@@ -246,8 +246,8 @@ func (s *shard) freePageLocked(p int) bool {
 		return true
 	}
 	sc := &s.slab[pg.class]
-	if sc.carving == p {
-		sc.carving = -1
+	if sc.carving == p+1 {
+		sc.carving = 0
 	}
 	var prev uint32 // the last free chunk kept, + 1 (0: the list head)
 	for f := sc.free; f != 0; {

@@ -113,8 +113,8 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 		s := &c.shards[i]
 		s.mu.Lock()
 		ss := ShardStats{Shard: i, Budget: uint64(s.cfg.budget), Stats: s.statsLocked()}
-		if oldest, ok := s.oldestLocked(); ok {
-			ss.Age = max(now-oldest, 0)
+		for _, r := range s.records {
+			ss.Age = max(ss.Age, now-int64(r.atime()))
 		}
 		s.mu.Unlock()
 		dst = append(dst, ss)
@@ -124,18 +124,6 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 
 // Shards returns the number of shards (fixed at New).
 func (c *Cache) Shards() int { return len(c.shards) }
-
-// oldestLocked returns the earliest last-access time of the shard's live records; false if it
-// has none.
-func (s *shard) oldestLocked() (int64, bool) {
-	oldest, ok := uint32(0), false
-	for _, r := range s.records {
-		if !ok || r.atime() < oldest {
-			oldest, ok = r.atime(), true
-		}
-	}
-	return int64(oldest), ok
-}
 
 // ResetStats zeroes the counters, like memcached's "stats reset" (items and bytes stay).
 func (c *Cache) ResetStats() {

@@ -1,6 +1,6 @@
 package cache
 
-// storeLocked implements Cache.Store under s.mu. It returns the outcome, the new cas id (visible
+// storeLocked implements MetaStore's storage command under s.mu. It returns the outcome, the new cas id (visible
 // form) and, when Stored and visible, the record written (valid under s.mu until the next change).
 func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64, record) {
 	size := int64(len(key)+len(value)) + ItemOverhead
@@ -10,53 +10,64 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 		return TooLarge, 0, nil
 	}
 	i, entry, old := s.findLocked(h, key)
-	if out, ok := s.checkModeLocked(c, mode, old, cas); !ok {
+	var fail Outcome
+	switch {
+	case mode == Add && old != nil, (mode == Replace || mode == Append || mode == Prepend) && old == nil:
+		fail = NotStored
+	case (mode == Append || mode == Prepend) && size+int64(len(old.value())) > s.cfg.maxItem:
+		fail = NotStored // memcached: the combined item cannot be allocated
+	case mode == CAS && old == nil:
+		s.st.CasMisses++
+		fail = NotFound
+	case mode == CAS && (c.disableCAS || old.cas() != cas): // memcached -C: EXISTS on a live item
+		s.st.CasBadval++
+		fail = Exists
+	}
+	if fail != 0 {
 		s.st.CmdSet++
-		return out, 0, nil
+		return fail, 0, nil
 	}
 	exp := time32(AbsExptime(exptime, s.now))
 	if mode == Append || mode == Prepend {
 		flags, exp = old.flags(), old.exptime()
-		size += int64(len(old.value()))
-		if size > s.cfg.maxItem {
-			s.st.CmdSet++ // memcached: the combined item cannot be allocated -> NOT_STORED
-			return NotStored, 0, nil
-		}
 	}
-	if exp != 0 && int64(exp) <= s.now {
-		// Stored but already expired: the old item goes and nothing new becomes visible.
-		if old != nil {
-			s.killLocked(i)
+	var r record
+	if exp == 0 || int64(exp) > s.now {
+		var ok bool
+		if r, ok = s.placeLocked(h, i, entry, old, mode, key, value); !ok {
+			s.st.StoreNoMemory++
+			return NoMemory, 0, nil
 		}
-		out, id := s.storedLocked(c, mode, c.nextCAS())
-		return out, id, nil
+		r.setFlags(flags)
+		r.setExptime(exp)
+		r.setAtime(time32(s.now))
+		r.setState(0)
+	} else if old != nil {
+		s.killLocked(i) // stored but already expired: the old item goes, nothing new is visible
 	}
+	s.st.CmdSet++
+	s.st.TotalItems++
+	if mode == CAS {
+		s.st.CasHits++
+	}
+	id := c.nextCAS()
+	if r != nil {
+		r.setCAS(id)
+	}
+	return Stored, c.visibleCAS(id), r
+}
+
+// placeLocked writes key and the new value (see build) into old's chunk if the record still
+// fits it, else into a new chunk, which becomes key's, replacing another key's record of the
+// same hash (i, entry and old are as findLocked returned them). A Set frees old's chunk first; the other modes keep old until the new record
+// is written and leave it in place when there is no room. It returns the record, whose header
+// fields other than the lengths are the caller's to set, or false when there is no room.
+func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode StoreMode, key, value []byte) (record, bool) {
 	if entry && old == nil {
 		if other := s.liveAt(i); other != nil && s.hash(other.key()) == h {
 			s.killLocked(i) // a 64-bit hash collision: the new key replaces the other one
 		}
 	}
-	r, ok := s.placeLocked(h, i, entry, old, mode, key, value)
-	if !ok {
-		s.st.StoreNoMemory++
-		return NoMemory, 0, nil
-	}
-	id := c.nextCAS()
-	r.setCAS(id)
-	r.setFlags(flags)
-	r.setExptime(exp)
-	r.setAtime(time32(s.now))
-	r.setState(0)
-	out, id := s.storedLocked(c, mode, id)
-	return out, id, r
-}
-
-// placeLocked writes key and the new value (see build) into old's chunk if the record still
-// fits it, else into a new chunk, which becomes key's (i, entry and old are as findLocked
-// returned them). A Set frees old's chunk first; the other modes keep old until the new record
-// is written and leave it in place when there is no room. It returns the record, whose header
-// fields other than the lengths are the caller's to set, or false when there is no room.
-func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode StoreMode, key, value []byte) (record, bool) {
 	n := hdrSize + len(key) + len(value)
 	if mode == Append || mode == Prepend {
 		n += len(old.value())
@@ -92,41 +103,6 @@ func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode Sto
 	}
 	s.index.Add(h, j) // a new entry, or an entry (live or stale) that moves to chunk j
 	return r, true
-}
-
-// checkModeLocked applies the mode's precondition to the live record r (nil if missing) and
-// returns the failing outcome and false, or true to go on.
-func (s *shard) checkModeLocked(c *Cache, mode StoreMode, r record, cas uint64) (Outcome, bool) {
-	switch mode {
-	case Add:
-		if r != nil {
-			return NotStored, false
-		}
-	case Replace, Append, Prepend:
-		if r == nil {
-			return NotStored, false
-		}
-	case CAS:
-		if r == nil {
-			s.st.CasMisses++
-			return NotFound, false
-		}
-		// With DisableCAS, memcached -C answers EXISTS to every cas on a live item.
-		if c.disableCAS || r.cas() != cas {
-			s.st.CasBadval++
-			return Exists, false
-		}
-	}
-	return 0, true
-}
-
-func (s *shard) storedLocked(c *Cache, mode StoreMode, id uint64) (Outcome, uint64) {
-	s.st.CmdSet++
-	s.st.TotalItems++
-	if mode == CAS {
-		s.st.CasHits++
-	}
-	return Stored, c.visibleCAS(id)
 }
 
 // RejectTooLarge records a store refused before its value was read (the
