@@ -145,16 +145,11 @@ func (s *shard) viewLocked(c *Cache, r record) Item {
 	}
 }
 
-// Store performs a storage command. value is copied (the caller's slice may alias a network
-// buffer); flags and exptime are ignored by Append and Prepend, which keep the item's own; cas
-// is used only by mode CAS. It returns the outcome and, when Stored, the new cas id (0 with
-// DisableCAS).
-//
-// Stored means the server accepted the write. With evictions enabled it is always Stored for a
-// valid store, but tinylfu may later decline to admit a new item that leaves its window
-// (see the package comment), so a later Get can miss. An item already expired by its exptime is
-// Stored yet invisible, replacing the old one. TooLarge on Set also removes the old item, as
-// memcached does (the caller need not delete it); so does NoMemory on Set.
+// Store performs a storage command. flags and exptime are ignored by Append and Prepend, which
+// keep the item's own; cas is used only by mode CAS. It returns the outcome and, when Stored,
+// the new cas id (0 with DisableCAS). Stored may still be followed by a miss (see Admission in
+// the package comment); an item already expired by its exptime is Stored yet invisible,
+// replacing the old one. TooLarge and NoMemory on Set also remove the old item, as in memcached.
 func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64) {
 	if mode != CAS {
 		cas = 0 // MetaStore would check it for Append and Prepend

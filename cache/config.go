@@ -5,10 +5,9 @@ import (
 	"fmt"
 )
 
-// ItemOverhead is the number of bytes accounted per item besides its key and value. It is close
-// to what memcached 1.6 charges per item (header, suffix and cas), so -m means about the same
-// number of items in both servers. Go-side bookkeeping (item struct, tinylfu entry) is not part
-// of the budget, as memcached's hash table is not part of its own.
+// ItemOverhead is the number of bytes the bytes statistic and the item size limit count per item
+// besides its key and value: what memcached 1.6 charges per item (header, suffix and cas). The
+// budget is charged the item's real memory instead (see the package comment's Memory bound).
 const ItemOverhead = 48
 
 // MaxKeyLen is the longest key the cache can hold; longer keys are TooLarge. The protocol layer
@@ -30,7 +29,7 @@ var ErrInvalidConfig = errors.New("cache: invalid config")
 
 // Config configures a Cache. The zero value is invalid: MaxBytes is required.
 type Config struct {
-	MaxBytes         int64 // byte budget (-m); key+value+ItemOverhead of live items never exceed it
+	MaxBytes         int64 // byte budget (-m): the items' pages and the index never exceed it
 	MaxItemSize      int   // -I; an item with len(key)+len(value)+ItemOverhead > MaxItemSize is TooLarge; 0 = DefaultMaxItemSize
 	Shards           int   // power of two; 0 = DefaultShards; lowered until one item of MaxItemSize fits a shard
 	DisableEvictions bool  // -M: a store that needs room fails with NoMemory instead of evicting
@@ -43,12 +42,9 @@ func (c Config) Validate() error {
 	if c.MaxBytes <= 0 {
 		return fmt.Errorf("%w: MaxBytes must be positive, got %d", ErrInvalidConfig, c.MaxBytes)
 	}
-	if c.MaxItemSize < 0 {
-		return fmt.Errorf("%w: MaxItemSize must not be negative, got %d", ErrInvalidConfig, c.MaxItemSize)
-	}
-	if c.MaxItemSize != 0 && c.MaxItemSize <= ItemOverhead {
-		return fmt.Errorf("%w: MaxItemSize %d leaves no room for a key (item overhead is %d bytes)",
-			ErrInvalidConfig, c.MaxItemSize, ItemOverhead)
+	if c.MaxItemSize < 0 || (c.MaxItemSize != 0 && c.MaxItemSize <= ItemOverhead) {
+		return fmt.Errorf("%w: MaxItemSize must be 0 or above the item overhead (%d bytes), got %d",
+			ErrInvalidConfig, ItemOverhead, c.MaxItemSize)
 	}
 	if int64(c.MaxItemSize) > c.MaxBytes {
 		return fmt.Errorf("%w: MaxItemSize %d exceeds MaxBytes %d", ErrInvalidConfig, c.MaxItemSize, c.MaxBytes)

@@ -5,13 +5,12 @@ package cache
 // oldest_cas): an item is flushed once the flush time is reached if it was last accessed at or
 // before that time, or, for a flush that took effect at once, if its cas id predates the flush.
 type flushState struct {
-	set  bool   // a flush was requested
 	live int64  // oldest_live: in effect once now >= live
 	cas  uint64 // oldest_cas: items with a smaller cas are flushed while live is in effect; 0 = none
 
-	// Flushes already in effect when a newer flush_all replaced them. memcached forgets them
-	// (a later delayed flush briefly resurrects flushed items); tandem keeps them in force.
-	pastSet  bool
+	// Flushes already in effect when a newer flush_all replaced them (0 while there are none: no
+	// item's access time is 0). memcached forgets them (a later delayed flush briefly resurrects
+	// flushed items); tandem keeps them in force.
 	pastLive int64
 	pastCAS  uint64
 }
@@ -22,27 +21,21 @@ func (f *flushState) flushed(r record, now int64) bool {
 		return false
 	}
 	at, cas := int64(r.atime()), r.cas()
-	if f.pastSet && (at <= f.pastLive || cas < f.pastCAS) {
-		return true
-	}
-	return f.set && f.live <= now && (at <= f.live || cas < f.cas)
+	return at <= f.pastLive || cas < f.pastCAS || (f.live <= now && (at <= f.live || cas < f.cas))
 }
 
 // nextFlush returns the state after a flush_all whose flush time is at (unix seconds), issued at
 // now; cas is the fresh cas id to use when the flush takes effect at once. It reports whether
 // it took effect at once.
 func nextFlush(old *flushState, at, now int64, cas func() uint64) (*flushState, bool) {
-	next := &flushState{}
+	next := &flushState{live: at - 1} // memcached: oldest_live = realtime(delay) - 1
 	if old != nil {
-		next.pastSet, next.pastLive, next.pastCAS = old.pastSet, old.pastLive, old.pastCAS
-		if old.set && old.live <= now {
-			next.pastSet = true
+		next.pastLive, next.pastCAS = old.pastLive, old.pastCAS
+		if old.live <= now {
 			next.pastLive = max(next.pastLive, old.live)
 			next.pastCAS = max(next.pastCAS, old.cas)
 		}
 	}
-	next.set = true
-	next.live = at - 1 // memcached: oldest_live = realtime(delay) - 1
 	immediate := next.live <= now
 	if immediate {
 		next.cas = cas()

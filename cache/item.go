@@ -49,7 +49,6 @@ func (r record) atime() uint32       { return le.Uint32(r[offAtime:]) }
 func (r record) flags() uint32       { return le.Uint32(r[offFlags:]) }
 func (r record) klen() int           { return int(le.Uint16(r[offKlen:])) }
 func (r record) state() uint8        { return r[offState] }
-func (r record) live() bool          { return r[offState]&stLive != 0 }
 func (r record) key() []byte         { return r[hdrSize : hdrSize+r.klen()] }
 func (r record) value() []byte       { return r[hdrSize+r.klen():] }
 func (r record) setCAS(v uint64)     { le.PutUint64(r[offCAS:], v) }

@@ -30,9 +30,9 @@ func samples(capacity int) int { return capacity * 13 / 2 }
 // indexCharge is what an index of the given capacity costs in the heap when full, as go-tinylfu
 // v0.1.0 allocates it on Go's swiss-table maps: the map presized for capacity entries (groups of
 // 8 slots of 16 bytes and 8 control bytes, in tables of up to 1024 slots; both the table count
-// and the slots per table are powers of two, each table one allocation), the count-min sketch (4 rows of the next power of
-// two of 4 x capacity 4-bit counters), the doorkeeper and the entries. TestIndexCharge checks it
-// against runtime.MemStats.
+// and the slots per table are powers of two, each table one allocation), the count-min sketch
+// (4 rows of the next power of two of 4 x capacity 4-bit counters), the doorkeeper and the
+// entries. TestIndexCharge checks it against runtime.MemStats.
 func indexCharge(capacity int) int64 {
 	hint := capacity * 8 / 7
 	tables := pow2((hint + 1023) / 1024)
@@ -78,10 +78,9 @@ func (s *shard) targetCapacity() int {
 
 // beforeInsertLocked runs before a new entry is added to the index. When the index is full,
 // tinylfu would evict; it rebuilds first if live items fill at least half of it and the budget
-// has room for one over 1/16 larger (grow: double, or up to the target capacity), if
-// stale entries fill
-// a quarter of it (purge), or, with evictions disabled, if there is any stale entry, since then
-// only a full byte budget may refuse a store. It reports false only with evictions disabled,
+// has room for one over 1/16 larger (grow: double, or up to the target capacity), if stale
+// entries fill a quarter of it (purge), or, with evictions disabled, if there is any stale
+// entry, since then only a full byte budget may refuse a store. It reports false only with evictions disabled,
 // when the index can neither drop a stale entry nor grow within the budget: the store must fail.
 func (s *shard) beforeInsertLocked() bool {
 	c := s.capacity

@@ -76,13 +76,12 @@ func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record
 	if r = s.liveAt(i); r == nil || !bytes.Equal(r.key(), key) {
 		return i, true, nil
 	}
-	switch {
-	case r.expired(s.now):
-		s.st.GetExpired++
-		s.killLocked(i)
-		return i, true, nil
-	case s.flush.flushed(r, s.now):
-		s.st.GetFlushed++
+	if s.invalidLocked(r) {
+		if r.expired(s.now) {
+			s.st.GetExpired++
+		} else {
+			s.st.GetFlushed++
+		}
 		s.killLocked(i)
 		return i, true, nil
 	}
@@ -165,9 +164,9 @@ func (s *shard) onEvict(h uint64, i uint32) {
 const scanWidth = 8
 
 // sampleLocked moves the hand over the chunks of class cl (large: the large records' pages;
-// anyClass: every page) until it has
-// seen scanWidth live records other than the one in chunk keep, and returns the chunk of the
-// first expired or flushed one, or else of the one accessed longest ago; false if it finds none.
+// anyClass: every page) until it has seen scanWidth live records other than the one in chunk
+// keep, and returns the chunk of the first expired or flushed one, or else of the one accessed
+// longest ago; false if it finds none.
 func (s *shard) sampleLocked(cl int, keep uint32) (uint32, bool) {
 	var best, bestAt uint32
 	seen := 0

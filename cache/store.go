@@ -1,7 +1,8 @@
 package cache
 
-// storeLocked implements MetaStore's storage command under s.mu. It returns the outcome, the new cas id (visible
-// form) and, when Stored and visible, the record written (valid under s.mu until the next change).
+// storeLocked implements MetaStore's storage command under s.mu. It returns the outcome, the new
+// cas id (visible form) and, when Stored and visible, the record written (valid under s.mu until
+// the next change).
 func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64, record) {
 	size := int64(len(key)+len(value)) + ItemOverhead
 	if size > s.cfg.maxItem || len(key) > MaxKeyLen {
