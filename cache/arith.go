@@ -16,61 +16,104 @@ func (c *Cache) Arith(key []byte, incr bool, delta uint64) (uint64, Outcome) {
 	return res.Value, out
 }
 
-// arithLocked implements MetaArith's change of a live value under s.mu: with cas != 0 it first
-// requires the item's visible cas id to equal it (else Exists). It returns the new value and,
-// when Stored, the changed record.
-func (s *shard) arithLocked(c *Cache, h uint64, key []byte, incr bool, delta, cas uint64) (uint64, Outcome, record) {
-	i, _, r := s.findLocked(h, key)
-	if r == nil {
-		if incr {
-			s.st.IncrMisses++
-		} else {
-			s.st.DecrMisses++
-		}
-		return 0, NotFound, nil
-	}
-	val := r.value()
-	if len(val) == 0 {
-		return 0, NonNumeric, nil
-	}
-	if cas != 0 && c.visibleCAS(r.cas()) != cas {
-		return 0, Exists, nil
-	}
-	n, ok := parseUint(val)
-	if !ok {
-		return 0, NonNumeric, nil
-	}
-	if incr {
-		n += delta
-		s.st.IncrHits++
-	} else {
-		n -= min(delta, n)
-		s.st.DecrHits++
+// MetaArithOptions modifies a MetaArith (the flags of ma, binary incr/decr).
+type MetaArithOptions struct {
+	CAS        uint64 // C: the item's CAS id must equal it (0: no check)
+	Vivify     bool   // N (binary: expiration != 0xffffffff): create a missing key as Initial
+	Initial    uint64 // J
+	VivifyExpt int64  // the created item's exptime
+	Touch      bool   // T: set a new exptime on success
+	Exptime    int64  //
+	VivifyLast bool   // N came after T: a created item gets N's exptime rather than T's
+	NewCAS     uint64 // E: the CAS id the change gives the item (0: a fresh one)
+}
+
+// ArithResult describes a successful MetaArith.
+type ArithResult struct {
+	Value   uint64 // the new value (Initial for a created item)
+	CAS     uint64 // the item's visible CAS id afterwards
+	Exptime int64  // the item's exptime before T or N applied (0 for a created item)
+	Now     int64  // the cache time of the operation
+	Created bool   // the key was missing and created (Vivify)
+}
+
+// MetaArith is Arith with the options of ma: Stored with the result, or NotFound, Exists,
+// NonNumeric, NoMemory (the longer number did not fit). A vivify that cannot store the new
+// item returns NoMemory, with Created set.
+func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOptions) (ArithResult, Outcome) {
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	res := ArithResult{Now: s.now}
+	hits, misses := &s.st.IncrHits, &s.st.IncrMisses
+	if !incr {
+		hits, misses = &s.st.DecrHits, &s.st.DecrMisses
 	}
 	var tmp [20]byte
-	digits := strconv.AppendUint(tmp[:0], n, 10)
-	if len(digits) <= len(val) {
-		copy(val, digits)
-		for i := len(digits); i < len(val); i++ {
-			val[i] = ' '
+	i, _, it := s.findLocked(h, key)
+	if it == nil {
+		if !opt.Vivify {
+			*misses++ // memcached counts no miss when it vivifies
+			return res, NotFound
 		}
+		res.Created = true
+		if it = s.vivifyLocked(c, h, key, strconv.AppendUint(tmp[:0], opt.Initial, 10), 0); it == nil {
+			return res, NoMemory
+		}
+		defer s.maintainLocked() // after the item's last use: it may rebuild the index
+		res.Value = opt.Initial
 	} else {
-		if r.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
-			return 0, NoMemory, nil
+		val := it.value()
+		n, ok := parseUint(val)
+		switch {
+		case len(val) > 0 && opt.CAS != 0 && c.visibleCAS(it.cas()) != opt.CAS:
+			return res, Exists
+		case !ok:
+			return res, NonNumeric
 		}
-		var hdr [offVlen]byte // cas, exptime, atime and flags, which placeLocked leaves unset
-		copy(hdr[:], r)
-		st := r.state()
-		if r, ok = s.placeLocked(h, i, true, r, Replace, key, digits); !ok {
-			return 0, NoMemory, nil
+		if incr {
+			n += delta
+		} else {
+			n -= min(delta, n)
 		}
-		copy(r, hdr[:])
-		r.setState(st)
-		s.st.TotalItems++ // memcached links a new item here
+		*hits++
+		digits := strconv.AppendUint(tmp[:0], n, 10)
+		if len(digits) <= len(val) {
+			copy(val, digits)
+			for i := len(digits); i < len(val); i++ {
+				val[i] = ' '
+			}
+		} else {
+			if it.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
+				return res, NoMemory
+			}
+			var hdr [offVlen]byte // cas, exptime, atime and flags, which placeLocked leaves unset
+			copy(hdr[:], it)
+			st := it.state()
+			if it, ok = s.placeLocked(h, i, true, it, Replace, key, digits); !ok {
+				return res, NoMemory
+			}
+			copy(it, hdr[:])
+			it.setState(st)
+			// memcached links a new item here and applies T to the old one, which it has just
+			// unlinked: the TTL does not change (the reply still shows T's).
+			s.st.TotalItems++
+			opt.Touch = false
+		}
+		it.setCAS(c.nextCAS())
+		it.setAtime(time32(s.now))
+		res.Value, res.Exptime = n, int64(it.exptime())
 	}
-	r.setCAS(c.nextCAS())
-	r.setAtime(time32(s.now))
-	return n, Stored, r
+	switch {
+	case res.Created && (!opt.Touch || opt.VivifyLast):
+		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
+	case opt.Touch:
+		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
+	}
+	if opt.NewCAS != 0 {
+		it.setCAS(opt.NewCAS)
+	}
+	res.CAS = c.visibleCAS(it.cas())
+	return res, Stored
 }
 
 // parseUint reads a value the way memcached's safe_strtoull reads it with strtoull: optional

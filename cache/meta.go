@@ -1,9 +1,6 @@
 package cache
 
-import (
-	"hash/maphash"
-	"strconv"
-)
+import "hash/maphash"
 
 // Operations of memcached's meta protocol (mg, ms, md, ma, me) and the binary protocol's
 // CAS-checked variants, with memcached 1.6.18's semantics: stale items and win tokens
@@ -186,74 +183,6 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 	return Deleted
 }
 
-// MetaArithOptions modifies a MetaArith (the flags of ma, binary incr/decr).
-type MetaArithOptions struct {
-	CAS        uint64 // C: the item's CAS id must equal it (0: no check)
-	Vivify     bool   // N (binary: expiration != 0xffffffff): create a missing key as Initial
-	Initial    uint64 // J
-	VivifyExpt int64  // the created item's exptime
-	Touch      bool   // T: set a new exptime on success
-	Exptime    int64  //
-	VivifyLast bool   // N came after T: a created item gets N's exptime rather than T's
-	NewCAS     uint64 // E: the CAS id the change gives the item (0: a fresh one)
-}
-
-// ArithResult describes a successful MetaArith.
-type ArithResult struct {
-	Value   uint64 // the new value (Initial for a created item)
-	CAS     uint64 // the item's visible CAS id afterwards
-	Exptime int64  // the item's exptime before T or N applied (0 for a created item)
-	Now     int64  // the cache time of the operation
-	Created bool   // the key was missing and created (Vivify)
-}
-
-// MetaArith is Arith with the options of ma: Stored with the result, or NotFound, Exists,
-// NonNumeric, NoMemory (the longer number did not fit). A vivify that cannot store the new
-// item returns NoMemory, with Created set.
-func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOptions) (ArithResult, Outcome) {
-	s, h := c.lock(key)
-	defer s.mu.Unlock()
-	res := ArithResult{Now: s.now}
-	totalBefore := s.st.TotalItems // arithLocked counts one when a longer number relinks the item
-	v, out, it := s.arithLocked(c, h, key, incr, delta, opt.CAS)
-	switch {
-	case out == Stored:
-		res.Value, res.Exptime = v, int64(it.exptime())
-		if opt.Touch && s.st.TotalItems != totalBefore {
-			// memcached links a new item for a longer number and applies T to the old one,
-			// which it has just unlinked: the TTL does not change (the reply still shows T's).
-			opt.Touch = false
-		}
-	case out == NotFound && opt.Vivify:
-		// memcached counts no miss when it vivifies.
-		if incr {
-			s.st.IncrMisses--
-		} else {
-			s.st.DecrMisses--
-		}
-		var tmp [20]byte
-		res.Created = true
-		if it = s.vivifyLocked(c, h, key, strconv.AppendUint(tmp[:0], opt.Initial, 10), 0); it == nil {
-			return res, NoMemory
-		}
-		defer s.maintainLocked() // after the item's last use: it may rebuild the index
-		res.Value = opt.Initial
-	default:
-		return res, out
-	}
-	switch {
-	case res.Created && (!opt.Touch || opt.VivifyLast):
-		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
-	case opt.Touch:
-		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
-	}
-	if opt.NewCAS != 0 {
-		it.setCAS(opt.NewCAS)
-	}
-	res.CAS = c.visibleCAS(it.cas())
-	return res, Stored
-}
-
 // Peek looks key up without any side effect, as memcached's me does: no counter, no access
 // time, fetched flag or token changes, no access recorded in tinylfu (whose only lookup, Get,
 // counts as an access, so Peek walks the shard's items instead), and an expired or flushed item
@@ -265,7 +194,7 @@ func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
 	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}
 	hit := false
 	for !cur.done && !hit {
-		cur, _ = c.walk(cur, walkLockHold, func(s *shard, _ int, _ uint32, r record) {
+		cur = c.walk(cur, walkLockHold, func(s *shard, _ int, _ uint32, r record) {
 			if !hit && string(r.key()) == string(key) && !s.invalidLocked(r) {
 				dst, hit = a.AppendItem(dst, s.viewLocked(c, r)), true
 			}

@@ -36,20 +36,19 @@ const walkLockHold = 1024
 // call). Expired and flushed items are skipped, not reclaimed; nothing about an item changes.
 func (c *Cache) Walk(cur Cursor, maxSlots int, fn func(class int, it *Item)) Cursor {
 	var it Item
-	next, _ := c.walk(cur, maxSlots, func(s *shard, class int, _ uint32, r record) {
+	return c.walk(cur, maxSlots, func(s *shard, class int, _ uint32, r record) {
 		if !s.invalidLocked(r) {
 			it = s.viewLocked(c, r)
 			fn(class, &it)
 		}
 	})
-	return next
 }
 
 // walk runs visit for every live record from cur on, looking at no more than maxSlots chunks and
-// at most walkLockHold per lock hold, and returns where it stopped and how many chunks it looked
-// at (a shard's end counts as one, so an empty cache still finishes). A cursor's slot is a chunk
-// handle: pages in order, chunks in order within a page.
-func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h uint32, r record)) (Cursor, int) {
+// at most walkLockHold per lock hold (a shard's end counts as one, so an empty cache still
+// finishes), and returns where it stopped. A cursor's slot is a chunk handle: pages in order,
+// chunks in order within a page.
+func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h uint32, r record)) Cursor {
 	end := cur.end
 	if end == 0 {
 		end = len(c.shards)
@@ -80,7 +79,7 @@ func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h
 			cur.shard, cur.slot = cur.shard+1, 0
 		}
 	}
-	return cur, looked
+	return cur
 }
 
 // Maintain advances the background expiry sweep: it looks at up to maxSlots slots from where
@@ -92,7 +91,7 @@ func (c *Cache) Maintain(maxSlots int) int {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()
 	reclaimed := 0
-	c.sweep, _ = c.walk(c.sweep, maxSlots, func(s *shard, _ int, i uint32, r record) {
+	c.sweep = c.walk(c.sweep, maxSlots, func(s *shard, _ int, i uint32, r record) {
 		if s.invalidLocked(r) {
 			s.dropLocked(i)
 			reclaimed++

@@ -152,19 +152,16 @@ func (s *shard) takeLocked(cl int) (uint32, bool) {
 
 // newPageLocked adds a page of class cl holding mem and returns its index.
 func (s *shard) newPageLocked(cl int, mem []byte) int {
-	pg := page{mem: mem, size: len(mem), class: cl, carved: 1}
-	if cl != large {
-		pg.size, pg.carved = slabSizes[cl], 0
-	}
 	p := len(s.pages)
 	if n := len(s.unused); n > 0 {
 		p, s.unused = s.unused[n-1], s.unused[:n-1]
-		s.pages[p] = pg
 	} else {
-		s.pages = append(s.pages, pg)
+		s.pages = append(s.pages, page{})
 	}
+	s.pages[p] = page{mem: mem, size: len(mem), class: cl, carved: 1}
 	s.pageBytes += int64(len(mem))
 	if cl != large {
+		s.pages[p].size, s.pages[p].carved = slabSizes[cl], 0
 		s.slab[cl].carving = p + 1
 		s.slab[cl].pages++
 	}
