@@ -86,14 +86,9 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 			if it.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
 				return res, NoMemory
 			}
-			var hdr [offVlen]byte // cas, exptime, atime and flags, which placeLocked leaves unset
-			copy(hdr[:], it)
-			st := it.state()
 			if it, ok = s.placeLocked(h, i, true, it, Replace, key, digits); !ok {
 				return res, NoMemory
 			}
-			copy(it, hdr[:])
-			it.setState(st)
 			// memcached links a new item here and applies T to the old one, which it has just
 			// unlinked: the TTL does not change (the reply still shows T's).
 			s.st.TotalItems++

@@ -55,7 +55,9 @@ func New(cfg Config) (*Cache, error) {
 		disableEvictions: cfg.DisableEvictions,
 	}
 	for i := range c.shards {
-		c.shards[i].init(&c.scfg)
+		s := &c.shards[i]
+		s.cfg, s.slab = &c.scfg, make([]slabClass, len(slabSizes))
+		s.newIndexLocked(min(initialCapacity, c.scfg.maxCap/4))
 	}
 	return c, nil
 }

@@ -123,8 +123,6 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 	case (mode == Append || mode == Prepend) && it != nil && cas != 0 && c.visibleCAS(it.cas()) != cas:
 		s.st.CmdSet++
 		return Exists, 0
-	case mode == Add || mode == Append || mode == Prepend:
-		cas = 0
 	}
 	out, id, r := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
 	if r != nil {

@@ -54,12 +54,6 @@ type shardConfig struct {
 	disableEvictions bool
 }
 
-func (s *shard) init(cfg *shardConfig) {
-	s.cfg = cfg
-	s.slab = make([]slabClass, len(slabSizes))
-	s.newIndexLocked(min(initialCapacity, cfg.maxCap/4))
-}
-
 func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) }
 
 // used is what the shard charges against its budget: its pages and its index.

@@ -60,9 +60,9 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 
 // placeLocked writes key and the new value (see build) into old's chunk if the record still
 // fits it, else into a new chunk, which becomes key's, replacing another key's record of the
-// same hash (i, entry and old are as findLocked returned them). A Set frees old's chunk first; the other modes keep old until the new record
-// is written and leave it in place when there is no room. It returns the record, whose header
-// fields other than the lengths are the caller's to set, or false when there is no room.
+// same hash (i, entry and old are as findLocked returned them). A Set frees old's chunk first;
+// the other modes keep old's header fields and leave old in place when there is no room. It
+// returns the record, or false when there is no room.
 func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode StoreMode, key, value []byte) (record, bool) {
 	if entry && old == nil {
 		if other := s.liveAt(i); other != nil && s.hash(other.key()) == h {
@@ -95,6 +95,8 @@ func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode Sto
 	}
 	r := build(s.chunk(j), old, key, mode, value)
 	if old != nil {
+		copy(r[:offVlen], old) // cas, exptime, atime and flags
+		r[offState] = old[offState]
 		s.killLocked(i)
 	}
 	s.putLocked(j, r)
