@@ -2,6 +2,7 @@ package cache
 
 import (
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -62,8 +63,8 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// lock hashes key and locks its shard like lockShard, whose body it repeats: a call more costs a
-// lookup 2 ns.
+// lock hashes key, locks its shard and records the time and flush settings of the operation
+// about to run under the lock (walk does the same for a whole shard).
 func (c *Cache) lock(key []byte) (*shard, uint64) {
 	h := maphash.Bytes(c.scfg.seed, key)
 	s := &c.shards[h>>c.shift]
@@ -71,16 +72,6 @@ func (c *Cache) lock(key []byte) (*shard, uint64) {
 	s.mu.Lock()
 	s.now, s.flush = now, fl
 	return s, h
-}
-
-// lockShard locks shard i and records the time and flush settings of the operation about to
-// run under its lock.
-func (c *Cache) lockShard(i int) *shard {
-	s := &c.shards[i]
-	now, fl := c.clock.Now(), c.flush.Load()
-	s.mu.Lock()
-	s.now, s.flush = now, fl
-	return s
 }
 
 func (c *Cache) nextCAS() uint64 { return c.casID.Add(1) }
@@ -198,15 +189,14 @@ func (c *Cache) FlushAll(delay int64) {
 	next, immediate := nextFlush(c.flush.Load(), at, now, c.nextCAS)
 	c.flush.Store(next)
 	c.flushMu.Unlock()
-	if !immediate {
-		return
-	}
-	// Free the memory now rather than lazily (memcached's LRU crawler does this in the
-	// background); one shard lock at a time.
-	for i := range c.shards {
-		s := c.lockShard(i)
-		s.purgeLocked(noHandle, false)
-		s.mu.Unlock()
+	if immediate {
+		// Free the memory now, uncounted, rather than lazily (memcached's LRU crawler does this
+		// in the background).
+		c.walk(Cursor{}, math.MaxInt, func(s *shard, _ int, h uint32, r record) {
+			if s.invalidLocked(r) {
+				s.killLocked(h)
+			}
+		})
 	}
 }
 

@@ -32,12 +32,7 @@ var outcomeNames = [...]string{
 }
 
 // String returns the outcome's name, e.g. "NotStored".
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
-		return outcomeNames[o]
-	}
-	return "Outcome(" + strconv.Itoa(int(o)) + ")"
-}
+func (o Outcome) String() string { return name(outcomeNames[:], int(o), "Outcome") }
 
 // StoreMode selects the storage command a Store call performs.
 type StoreMode uint8
@@ -62,9 +57,12 @@ var modeNames = [...]string{
 }
 
 // String returns the mode's name, e.g. "Append".
-func (m StoreMode) String() string {
-	if int(m) < len(modeNames) {
-		return modeNames[m]
+func (m StoreMode) String() string { return name(modeNames[:], int(m), "StoreMode") }
+
+// name returns names[v], or typ(v) for a value without a name.
+func name(names []string, v int, typ string) string {
+	if v < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return "StoreMode(" + strconv.Itoa(int(m)) + ")"
+	return typ + "(" + strconv.Itoa(v) + ")"
 }

@@ -59,7 +59,10 @@ func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h
 			cur.done = true
 			break
 		}
-		s := c.lockShard(cur.shard)
+		s := &c.shards[cur.shard]
+		now, fl := c.clock.Now(), c.flush.Load()
+		s.mu.Lock()
+		s.now, s.flush = now, fl
 		p, i, n := cur.slot>>16, cur.slot&0xffff, 0
 		for ; n < min(maxSlots-looked, walkLockHold) && p < len(s.pages); n++ {
 			if i >= s.pages[p].carved {

@@ -34,7 +34,7 @@ type shard struct {
 	pageHand   int         // next page a class without pages takes
 	st         Stats       // counters (only the counter fields are used)
 
-	// State of the operation in progress, set by Cache.lockShard.
+	// State of the operation in progress, set by Cache.lock and walk.
 	now   int64
 	flush *flushState
 
@@ -189,17 +189,12 @@ func (s *shard) sampleLocked(cl int, keep uint32) (uint32, bool) {
 }
 
 // purgeLocked drops every expired or flushed record but the one in chunk keep, counted as
-// reclaims when count is set (an immediate flush_all frees its items uncounted), and returns
-// how many it dropped.
-func (s *shard) purgeLocked(keep uint32, count bool) int {
+// reclaims, and returns how many it dropped.
+func (s *shard) purgeLocked(keep uint32) int {
 	dropped := 0
 	for h, r := range s.records {
 		if h != keep && s.invalidLocked(r) {
-			if count {
-				s.dropLocked(h)
-			} else {
-				s.killLocked(h)
-			}
+			s.dropLocked(h)
 			dropped++
 		}
 	}

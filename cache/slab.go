@@ -189,7 +189,7 @@ func (s *shard) freeChunkLocked(h uint32) {
 // record in chunk keep, and reports whether it did. A page without live records goes first.
 // With evictions disabled only expired or flushed items go.
 func (s *shard) makeRoomLocked(cl int, keep uint32) bool {
-	if s.cfg.disableEvictions && s.purgeLocked(keep, true) > 0 {
+	if s.cfg.disableEvictions && s.purgeLocked(keep) > 0 {
 		return true
 	}
 	if p := s.pageLocked(cl, keep, func(pg *page) bool { return pg.live == 0 }); p >= 0 {
