@@ -110,8 +110,8 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 	return a.AppendItem(dst, view), true
 }
 
-// countLookupLocked counts one key looked up by a get (cmd_get, get_hits or
-// get_misses) or by a touching get (cmd_touch, touch_hits or touch_misses).
+// countLookupLocked counts one key looked up by a get (cmd_get, get_hits or get_misses) or by a
+// touching get (cmd_touch, touch_hits or touch_misses).
 func (s *shard) countLookupLocked(touch, hit bool) {
 	cmd, hits, misses := &s.st.CmdGet, &s.st.GetHits, &s.st.GetMisses
 	if touch {

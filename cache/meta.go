@@ -11,19 +11,17 @@ import "hash/maphash"
 // MetaGetOptions modifies a MetaGet (the flags of mg). Exptimes are in client form (see
 // AbsExptime).
 type MetaGetOptions struct {
-	Touch        bool  // T: set a new exptime; counts as a touch instead of a get
-	TouchExptime int64 //
-	Vivify       bool  // N: on a miss, create an empty item and win its token
-	VivifyExpt   int64 // the created item's exptime
-	Recache      bool  // R: win the token if the item's TTL is below RecacheExpt
-	RecacheExpt  int64 //
-	// TouchThenRecache: T came before R in the request, so R compares the touched exptime.
-	TouchThenRecache bool
-	// VivifyLast: N came after T, so a created item gets N's exptime rather than T's.
-	VivifyLast bool
-	NoBump     bool   // u: do not mark the item fetched, accessed or recently used
-	KeyBinary  bool   // b: a created item remembers its key came base64-encoded
-	NewCAS     uint64 // E: the CAS id of a created item (0: a fresh one)
+	Touch            bool   // T: set a new exptime; counts as a touch instead of a get
+	TouchExptime     int64  //
+	Vivify           bool   // N: on a miss, create an empty item and win its token
+	VivifyExpt       int64  // the created item's exptime
+	Recache          bool   // R: win the token if the item's TTL is below RecacheExpt
+	RecacheExpt      int64  //
+	TouchThenRecache bool   // T came before R: R compares the touched exptime
+	VivifyLast       bool   // N came after T: a created item gets N's exptime, not T's
+	NoBump           bool   // u: do not mark the item fetched, accessed or recently used
+	KeyBinary        bool   // b: a created item remembers its key came base64-encoded
+	NewCAS           uint64 // E: the CAS id of a created item (0: a fresh one)
 }
 
 // MetaGet looks key up like mg. On a hit (or a vivified miss) it applies the options, calls
@@ -181,12 +179,11 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 	return Deleted
 }
 
-// Peek looks key up without any side effect, as memcached's me does: no counter, no access
-// time, fetched flag or token changes, no access recorded in tinylfu (whose only lookup, Get,
-// counts as an access, so Peek walks the shard's items instead), and an expired or flushed item
-// is a miss but stays where it is. It hands the item to a like MetaGet (Now set). It reads the
-// shard's records, a bounded number per lock hold, so its cost grows with the shard: it is meant
-// for debugging, not for a hot path.
+// Peek looks key up without side effects, as memcached's me does: no counter, access time,
+// fetched flag or token changes, no access for tinylfu (whose only lookup, Get, counts as one, so
+// Peek walks the shard's records instead, a bounded number per lock hold: it is meant for
+// debugging), and an expired or flushed item is a miss but stays. It hands the item to a like
+// MetaGet (Now set).
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
 	h := maphash.Bytes(c.scfg.seed, key)
 	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}

@@ -7,13 +7,11 @@ import (
 	"github.com/dgryski/go-tinylfu"
 )
 
-// Sizing of each shard's tinylfu, whose capacity is an item count: it starts at initialCapacity
-// and doubles while the budget has room, up to what the budget fits at the live items' mean chunk
-// size, and it shrinks when byte pressure rather than tinylfu keeps evicting. tinylfu has no
-// resize, so a change rebuilds the index from the pages; between two rebuilds there are at least
-// a quarter of the capacity in new entries or stores, so the cost is amortized O(1) per store.
-// The index is charged against the budget as built, its entries at full capacity included, so
-// that adding an entry never needs room.
+// Sizing of each shard's tinylfu, whose capacity is an item count (beforeInsertLocked grows it,
+// maintainLocked shrinks it). tinylfu has no resize, so a change rebuilds the index from the
+// pages; between two rebuilds there are at least a quarter of the capacity in new entries or
+// stores, so the cost is amortized O(1) per store. The index is charged against the budget as
+// built, its entries at full capacity included, so that adding an entry never needs room.
 const (
 	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
 	initialCapacity = 256 // powers of two use every counter of the count-min sketch

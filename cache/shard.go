@@ -8,11 +8,10 @@ import (
 	"github.com/dgryski/go-tinylfu"
 )
 
-// shard is one lock domain of the cache (see the package comment). A stale index entry names a
-// free chunk or a chunk another key reused: lookups compare the stored key, and onEvict only
-// drops a record whose key hashes to the evicted entry. Invariants, with mu held between
-// operations: every live record has an index entry naming its chunk; entries == live items +
-// stale entries <= capacity; used() <= budget.
+// shard is one lock domain of the cache (see the package comment). Invariants, with mu held
+// between operations: every live record has an index entry naming its chunk (a stale entry may
+// name a free chunk or another key's); entries == live items + stale entries <= capacity;
+// used() <= budget.
 type shard struct {
 	mu sync.Mutex
 
@@ -82,10 +81,9 @@ func (s *shard) findLocked(h uint64, key []byte) (i uint32, entry bool, r record
 	return i, true, r
 }
 
-// touchLocked records a read access. As in memcached, the first one only
-// marks the item fetched; later ones also make now its last access (memcached
-// bumps an item's time once it is fetched again, not on its first fetch, so
-// `me` and `mg l` after one get still show the time since the store).
+// touchLocked records a read access. As in memcached, the first one only marks the item
+// fetched; later ones also make now its last access (memcached bumps an item's time once it is
+// fetched again, so `me` and `mg l` after one get still show the time since the store).
 func (s *shard) touchLocked(r record) {
 	if st := r.state(); st&stFetched == 0 {
 		r.setState(st | stFetched)
@@ -99,26 +97,27 @@ func (s *shard) invalidLocked(r record) bool {
 	return r.expired(s.now) || s.flush.flushed(r, s.now)
 }
 
-// putLocked accounts r, just written into chunk h, as a live record.
-func (s *shard) putLocked(h uint32, r record) {
-	s.pages[h>>16].live++
-	s.n++
-	s.bytes += r.size()
-	s.recBytes += int64(cap(r))
-}
-
-// killLocked drops the live record in chunk h and frees the chunk. Its index entry stays, stale.
+// killLocked drops the live record in chunk h and returns the chunk to its class's free list (a
+// large record's page is released). Its index entry stays, stale.
 func (s *shard) killLocked(h uint32) {
-	r := s.liveAt(h)
+	r, p := s.liveAt(h), &s.pages[h>>16]
 	s.n--
 	s.bytes -= r.size()
 	s.recBytes -= int64(cap(r))
-	s.freeChunkLocked(h)
+	if p.live--; p.class == large {
+		s.pageBytes -= int64(len(p.mem))
+		*p = page{}
+		s.unused = append(s.unused, int(h>>16))
+		return
+	}
+	sc := &s.slab[p.class]
+	r[offState] = 0
+	le.PutUint32(r, sc.free)
+	sc.free = h + 1
 }
 
-// dropLocked drops the record in chunk h without being asked to and counts it: a reclaim when
-// it was expired or flushed anyway, an eviction otherwise (memcached's lru_pull_tail does the
-// same).
+// dropLocked drops the record in chunk h unasked and counts it: a reclaim when it was expired or
+// flushed anyway, else an eviction (as memcached's lru_pull_tail does).
 func (s *shard) dropLocked(h uint32) {
 	r := s.liveAt(h)
 	unfetched := uint64(^r.state() & stFetched) // stFetched is bit 0

@@ -168,23 +168,6 @@ func (s *shard) newPageLocked(cl int, mem []byte) int {
 	return p
 }
 
-// freeChunkLocked returns chunk h, whose record was just dropped, to its class (a large record's
-// page is released).
-func (s *shard) freeChunkLocked(h uint32) {
-	p := &s.pages[h>>16]
-	p.live--
-	if p.class == large {
-		s.pageBytes -= int64(len(p.mem))
-		*p = page{}
-		s.unused = append(s.unused, int(h>>16))
-		return
-	}
-	c, sc := s.chunk(h), &s.slab[p.class]
-	c[offState] = 0
-	le.PutUint32(c, sc.free)
-	sc.free = h + 1
-}
-
 // makeRoomLocked frees a chunk of class cl or a page (see the file comment), never evicting the
 // record in chunk keep, and reports whether it did. A page without live records goes first.
 // With evictions disabled only expired or flushed items go.

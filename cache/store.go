@@ -99,7 +99,10 @@ func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode Sto
 		r[offState] = old[offState]
 		s.killLocked(i)
 	}
-	s.putLocked(j, r)
+	s.pages[j>>16].live++
+	s.n++
+	s.bytes += r.size()
+	s.recBytes += int64(cap(r))
 	if !entry {
 		s.entries++ // tinylfu may evict another entry, or reject an older candidate leaving
 		// its window, through onEvict; never the entry being added
@@ -108,10 +111,9 @@ func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode Sto
 	return r, true
 }
 
-// RejectTooLarge records a store refused before its value was read (the
-// protocol layer saw a declared length over the item size limit): it counts
-// store_too_large and, for a set, removes the old item so that a failed set
-// never leaves a stale value visible, as memcached does.
+// RejectTooLarge records a store refused before its value was read (the protocol layer saw a
+// declared length over the item size limit): it counts store_too_large and, for a set, removes
+// the old item so that a failed set never leaves a stale value visible, as memcached does.
 func (c *Cache) RejectTooLarge(mode StoreMode, key []byte) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
