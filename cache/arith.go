@@ -95,14 +95,14 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 			opt.Touch = false
 		}
 		it.setCAS(c.nextCAS())
-		it.setAtime(time32(s.now))
+		it.setAtime(uint32(s.now))
 		res.Value, res.Exptime = n, int64(it.exptime())
 	}
 	switch {
 	case res.Created && (!opt.Touch || opt.VivifyLast):
-		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
+		it.setExptime(exptime32(opt.VivifyExpt, s.now))
 	case opt.Touch:
-		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
+		it.setExptime(exptime32(opt.Exptime, s.now))
 	}
 	if opt.NewCAS != 0 {
 		it.setCAS(opt.NewCAS)

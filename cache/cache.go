@@ -87,7 +87,7 @@ func (c *Cache) visibleCAS(cas uint64) uint64 {
 // GetOptions modifies a Get.
 type GetOptions struct {
 	Touch   bool  // gat/gats: set a new exptime on hit
-	Exptime int64 // exptime as sent by the client (see AbsExptime), used with Touch
+	Exptime int64 // exptime as sent by the client (see StoredExptime), used with Touch
 }
 
 // Get looks key up. On a hit it calls a.AppendItem(dst, item) under the shard lock and returns
@@ -103,7 +103,7 @@ func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) 
 		return dst, false
 	}
 	if opt.Touch {
-		r.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
+		r.setExptime(exptime32(opt.Exptime, s.now))
 	}
 	view := s.viewLocked(c, r)
 	s.touchLocked(r)
@@ -159,7 +159,7 @@ func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime i
 // Delete removes key: Deleted if it was live, else NotFound.
 func (c *Cache) Delete(key []byte) Outcome { return c.MetaDelete(key, MetaDeleteOptions{}) }
 
-// Touch sets a live item's exptime (as sent by the client, see AbsExptime) without changing
+// Touch sets a live item's exptime (as sent by the client, see StoredExptime) without changing
 // its cas id: Touched, or NotFound. Counts cmd_touch and touch_hits/touch_misses.
 func (c *Cache) Touch(key []byte, exptime int64) Outcome {
 	if _, hit := c.Get(nil, key, GetOptions{Touch: true, Exptime: exptime}, discard{}); !hit {
@@ -184,7 +184,7 @@ func (c *Cache) FlushAll(delay int64) {
 	now := c.clock.Now()
 	at := now
 	if delay > 0 {
-		at = AbsExptime(delay, now)
+		at = int64(exptime32(delay, now))
 	}
 	next, immediate := nextFlush(c.flush.Load(), at, now, c.nextCAS)
 	c.flush.Store(next)

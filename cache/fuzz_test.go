@@ -316,7 +316,7 @@ func modelArith(m *model, k string, incr bool, delta uint64) (uint64, Outcome) {
 	return n, Stored
 }
 
-// modelExptime is memcached's exptime rule written out independently of AbsExptime and time32:
+// modelExptime is memcached's exptime rule written out independently of exptime32:
 // 0 never expires; a negative exptime is already expired (tandem stores 1, a time always in the
 // past); up to 30 days it is relative to now; beyond that an absolute unix time.
 func modelExptime(exp, now int64) int64 {

@@ -9,7 +9,7 @@ import "hash/maphash"
 // shard lock, so what it reports and what it changes are one atomic step.
 
 // MetaGetOptions modifies a MetaGet (the flags of mg). Exptimes are in client form (see
-// AbsExptime).
+// StoredExptime).
 type MetaGetOptions struct {
 	Touch            bool   // T: set a new exptime; counts as a touch instead of a get
 	TouchExptime     int64  //
@@ -50,19 +50,19 @@ func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte
 	}
 	view := s.viewLocked(c, it) // a created item has no exptime yet
 	view.Created = created
-	touched := time32(AbsExptime(opt.TouchExptime, s.now))
+	touched := exptime32(opt.TouchExptime, s.now)
 	exp := it.exptime()
 	if opt.Touch && opt.TouchThenRecache {
 		exp = touched
 	}
-	recache := opt.Recache && exp != 0 && exp < time32(AbsExptime(opt.RecacheExpt, s.now))
+	recache := opt.Recache && exp != 0 && exp < exptime32(opt.RecacheExpt, s.now)
 	view.Win = created || (!view.WinSentBefore && (view.Stale || recache))
 	if view.Win {
 		it.setState(it.state() | stTokenSent)
 	}
 	switch {
 	case created && (!opt.Touch || opt.VivifyLast):
-		it.setExptime(time32(AbsExptime(opt.VivifyExpt, s.now)))
+		it.setExptime(exptime32(opt.VivifyExpt, s.now))
 	case opt.Touch:
 		it.setExptime(touched)
 	}
@@ -168,7 +168,7 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 		return Deleted
 	}
 	if opt.Touch {
-		it.setExptime(time32(AbsExptime(opt.Exptime, s.now)))
+		it.setExptime(exptime32(opt.Exptime, s.now))
 	}
 	it.setState(it.state()&^stTokenSent | stStale)
 	id := opt.NewCAS
@@ -197,7 +197,3 @@ func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
 	}
 	return dst, hit
 }
-
-// StoredExptime returns the absolute exptime an item gets for a client exptime at time now, as
-// the cache stores it (0 = never); callers use it to report TTLs the way memcached does.
-func StoredExptime(exptime, now int64) int64 { return int64(time32(AbsExptime(exptime, now))) }

@@ -89,7 +89,7 @@ func (s *shard) touchLocked(r record) {
 		r.setState(st | stFetched)
 		return
 	}
-	r.setAtime(time32(s.now))
+	r.setAtime(uint32(s.now))
 }
 
 // invalidLocked reports whether a live record is expired or flushed.

@@ -28,7 +28,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 		s.st.CmdSet++
 		return fail, 0, nil
 	}
-	exp := time32(AbsExptime(exptime, s.now))
+	exp := exptime32(exptime, s.now)
 	if mode == Append || mode == Prepend {
 		flags, exp = old.flags(), old.exptime()
 	}
@@ -41,7 +41,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 		}
 		r.setFlags(flags)
 		r.setExptime(exp)
-		r.setAtime(time32(s.now))
+		r.setAtime(uint32(s.now))
 		r.setState(0)
 	} else if old != nil {
 		s.killLocked(i) // stored but already expired: the old item goes, nothing new is visible
