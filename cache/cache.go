@@ -1,8 +1,8 @@
 package cache
 
 import (
+	"cmp"
 	"hash/maphash"
-	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -36,12 +36,9 @@ func New(cfg Config) (*Cache, error) {
 	c := &Cache{
 		shards:     make([]shard, n),
 		shift:      uint(64 - bits.TrailingZeros(uint(n))),
-		clock:      cfg.Clock,
+		clock:      cmp.Or(cfg.Clock, SystemClock()),
 		limit:      cfg.MaxBytes,
 		disableCAS: cfg.DisableCAS,
-	}
-	if c.clock == nil {
-		c.clock = SystemClock()
 	}
 	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
 	// maxSmall) share pages.
@@ -172,34 +169,3 @@ func (c *Cache) Touch(key []byte, exptime int64) Outcome {
 type discard struct{}
 
 func (discard) AppendItem(dst []byte, _ Item) []byte { return dst }
-
-// FlushAll invalidates items like memcached's flush_all [delay]: with delay <= 0 every item
-// stored so far is invalid at once (later stores are visible); with a delay (relative seconds up
-// to 30 days, else an absolute unix time) the flush time is now+delay-1 as in memcached 1.6.18,
-// and from that second on every item last accessed at or before it is invalid. A newer FlushAll
-// replaces a pending one; one already in effect stays in effect. Counts cmd_flush.
-func (c *Cache) FlushAll(delay int64) {
-	c.cmdFlush.Add(1)
-	c.flushMu.Lock()
-	now := c.clock.Now()
-	at := now
-	if delay > 0 {
-		at = int64(exptime32(delay, now))
-	}
-	next, immediate := nextFlush(c.flush.Load(), at, now, c.nextCAS)
-	c.flush.Store(next)
-	c.flushMu.Unlock()
-	if immediate {
-		// Free the memory now, uncounted, rather than lazily (memcached's LRU crawler does this
-		// in the background).
-		c.walk(Cursor{}, math.MaxInt, func(s *shard, _ int, h uint32, r record) {
-			if s.invalidLocked(r) {
-				s.killLocked(h)
-			}
-		})
-	}
-}
-
-// RecordFlushCmd counts a flush_all that the caller refused (memcached -F still counts
-// cmd_flush).
-func (c *Cache) RecordFlushCmd() { c.cmdFlush.Add(1) }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -14,12 +15,10 @@ const ItemOverhead = 48
 // enforces memcached's much smaller limit (250) before calling the cache.
 const MaxKeyLen = 1<<16 - 1
 
-// DefaultShards is the shard count used when Config.Shards is 0 (it may be lowered so that
-// every shard's budget holds two items of MaxItemSize).
+// DefaultShards is Config.Shards' default, lowered until every shard holds two largest items.
 const DefaultShards = 64
 
-// DefaultMaxItemSize is the item size limit used when Config.MaxItemSize is 0 (memcached -I 1m),
-// lowered to MaxBytes when that is smaller.
+// DefaultMaxItemSize is Config.MaxItemSize's default (memcached -I 1m), or MaxBytes if smaller.
 const DefaultMaxItemSize = 1 << 20
 
 const maxShards = 1 << 16
@@ -60,10 +59,7 @@ func (c Config) Validate() error {
 
 // maxItemSize returns the effective item size limit.
 func (c Config) maxItemSize() int64 {
-	if c.MaxItemSize != 0 {
-		return int64(c.MaxItemSize)
-	}
-	return min(DefaultMaxItemSize, c.MaxBytes)
+	return cmp.Or(int64(c.MaxItemSize), min(DefaultMaxItemSize, c.MaxBytes))
 }
 
 // layout returns the shard count and each shard's byte budget. An explicit shard count is only

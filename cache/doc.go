@@ -72,11 +72,9 @@
 // # Locks and bytes
 //
 // Lock order: the FlushAll and Maintain mutexes are taken before a shard lock, never while one
-// is held; no code holds two shard locks. Stats, ShardStats, Walk and Maintain take the shard
-// locks one at a time. The cache copies every key and value it stores, so callers may reuse
-// their buffers. Get hands an Item view to an Appender under the shard lock; its Key and Value
-// alias a record that a later Store may rewrite in place, so they must be copied (appended),
-// never retained. The Appender must not call back into the Cache.
+// is held; no code holds two shard locks. Stats, ShardStats, Walk, FlushAll and Maintain take
+// the shard locks one at a time. The cache copies every key and value it stores, so callers may
+// reuse their buffers; the Item views it hands out alias its memory (see Item and Appender).
 //
 // # Differences from memcached
 //

@@ -1,5 +1,7 @@
 package cache
 
+import "math"
+
 // flushState is an immutable snapshot of the flush_all settings; the Cache swaps it atomically
 // and every operation loads it once. It follows memcached 1.6.18 (settings.oldest_live and
 // oldest_cas): an item is flushed once the flush time is reached if it was last accessed at or
@@ -24,12 +26,20 @@ func (f *flushState) flushed(r record, now int64) bool {
 	return at <= f.pastLive || cas < f.pastCAS || (f.live <= now && (at <= f.live || cas < f.cas))
 }
 
-// nextFlush returns the state after a flush_all whose flush time is at (unix seconds), issued at
-// now; cas is the fresh cas id to use when the flush takes effect at once. It reports whether
-// it took effect at once.
-func nextFlush(old *flushState, at, now int64, cas func() uint64) (*flushState, bool) {
-	next := &flushState{live: at - 1} // memcached: oldest_live = realtime(delay) - 1
-	if old != nil {
+// FlushAll invalidates items like memcached's flush_all [delay]: with delay <= 0 every item
+// stored so far is invalid at once (later stores are visible); with a delay (relative seconds up
+// to 30 days, else an absolute unix time) the flush time is now+delay-1 as in memcached 1.6.18,
+// and from that second on every item last accessed at or before it is invalid. A newer FlushAll
+// replaces a pending one; one already in effect stays in effect. Counts cmd_flush.
+func (c *Cache) FlushAll(delay int64) {
+	c.cmdFlush.Add(1)
+	c.flushMu.Lock()
+	now := c.clock.Now()
+	next := &flushState{live: now - 1} // memcached: oldest_live = realtime(delay) - 1
+	if delay > 0 {
+		next.live = int64(exptime32(delay, now)) - 1
+	}
+	if old := c.flush.Load(); old != nil {
 		next.pastLive, next.pastCAS = old.pastLive, old.pastCAS
 		if old.live <= now {
 			next.pastLive = max(next.pastLive, old.live)
@@ -38,7 +48,21 @@ func nextFlush(old *flushState, at, now int64, cas func() uint64) (*flushState, 
 	}
 	immediate := next.live <= now
 	if immediate {
-		next.cas = cas()
+		next.cas = c.nextCAS()
 	}
-	return next, immediate
+	c.flush.Store(next)
+	c.flushMu.Unlock()
+	if immediate {
+		// Free the memory now, uncounted, rather than lazily (memcached's LRU crawler does this
+		// in the background).
+		c.walk(Cursor{}, math.MaxInt, func(s *shard, _ int, h uint32, r record) {
+			if s.invalidLocked(r) {
+				s.killLocked(h)
+			}
+		})
+	}
 }
+
+// RecordFlushCmd counts a flush_all that the caller refused (memcached -F still counts
+// cmd_flush).
+func (c *Cache) RecordFlushCmd() { c.cmdFlush.Add(1) }

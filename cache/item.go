@@ -98,8 +98,8 @@ func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) rec
 }
 
 // Item is a read-only view of a live item handed to an Appender or a Walk callback while the
-// shard lock is held. Key and Value alias cache memory: they must not be retained or modified
-// after the call returns (copy them instead).
+// shard lock is held. Key and Value alias a record that a later store may rewrite in place: they
+// must not be retained or modified after the call returns (copy them instead).
 type Item struct {
 	Key, Value []byte
 	Flags      uint32

@@ -2,11 +2,9 @@ package cache
 
 import "hash/maphash"
 
-// Operations of memcached's meta protocol (mg, ms, md, ma, me) and the binary protocol's
-// CAS-checked variants, with memcached 1.6.18's semantics: stale items and win tokens
-// (invalidation with I, recache with R, vivify on miss with N), explicit CAS ids (E),
-// CAS-checked delete and arithmetic, and a side-effect free peek for me. Each runs under one
-// shard lock, so what it reports and what it changes are one atomic step.
+// Operations of memcached's meta protocol (mg, ms, md, me; ma is in arith.go) and the binary
+// protocol's CAS-checked variants, with memcached 1.6.18's semantics. Each runs under one shard
+// lock, so what it reports and what it changes are one atomic step.
 
 // MetaGetOptions modifies a MetaGet (the flags of mg). Exptimes are in client form (see
 // StoredExptime).

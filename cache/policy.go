@@ -78,8 +78,9 @@ func (s *shard) targetCapacity() int {
 // tinylfu would evict; it rebuilds first if live items fill at least half of it and the budget
 // has room for one over 1/16 larger (grow: double, or up to the target capacity), if stale
 // entries fill a quarter of it (purge), or, with evictions disabled, if there is any stale
-// entry, since then only a full byte budget may refuse a store. It reports false only with evictions disabled,
-// when the index can neither drop a stale entry nor grow within the budget: the store must fail.
+// entry, since then only a full byte budget may refuse a store. It reports false only with
+// evictions disabled, when the index can neither drop a stale entry nor grow within the budget:
+// the store must fail.
 func (s *shard) beforeInsertLocked() bool {
 	c := s.capacity
 	if s.entries < c {

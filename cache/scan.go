@@ -1,5 +1,7 @@
 package cache
 
+import "cmp"
+
 // Walking the items: key dumps (memcached's lru_crawler metadump, stats cachedump) and the
 // background expiry sweep visit the shards' chunks a bounded number per shard lock hold,
 // so a walk over a large cache needs no memory of its own and never stalls other clients for
@@ -49,10 +51,7 @@ func (c *Cache) Walk(cur Cursor, maxSlots int, fn func(class int, it *Item)) Cur
 // finishes), and returns where it stopped. A cursor's slot is a chunk handle: pages in order,
 // chunks in order within a page.
 func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h uint32, r record)) Cursor {
-	end := cur.end
-	if end == 0 {
-		end = len(c.shards)
-	}
+	end := cmp.Or(cur.end, len(c.shards))
 	looked := 0
 	for looked < maxSlots && !cur.done {
 		if cur.shard >= end {
@@ -74,22 +73,20 @@ func (c *Cache) walk(cur Cursor, maxSlots int, visit func(s *shard, class int, h
 			}
 			i++
 		}
-		atEnd := p >= len(s.pages)
+		if p >= len(s.pages) {
+			cur.shard, p, i = cur.shard+1, 0, 0
+		}
 		s.mu.Unlock()
 		looked += max(n, 1)
 		cur.slot = p<<16 | i
-		if atEnd {
-			cur.shard, cur.slot = cur.shard+1, 0
-		}
 	}
 	return cur
 }
 
 // Maintain advances the background expiry sweep: it looks at up to maxSlots slots from where
 // the previous call stopped (the call after the last shard starts over) and reclaims every
-// expired or flushed item it finds, as memcached's LRU crawler does. It returns the number of
-// items reclaimed. The cache starts no goroutine for it: its owner calls Maintain periodically
-// (cmd/tandem does, from a ticker). Safe for concurrent use; concurrent calls share one cursor.
+// expired or flushed item it finds, as memcached's LRU crawler does, and returns how many. Its
+// owner calls it periodically (cmd/tandem from a ticker); concurrent calls share one cursor.
 func (c *Cache) Maintain(maxSlots int) int {
 	c.sweepMu.Lock()
 	defer c.sweepMu.Unlock()

@@ -151,9 +151,8 @@ func (s *shard) onEvict(h uint64, i uint32) {
 	}
 }
 
-// scanWidth is how many live items of a class the byte-pressure eviction looks at for each
-// victim: an expired or flushed one among them goes first, else the least recently accessed
-// (memcached's lru_pull_tail looks at 5 items of its tail).
+// scanWidth is how many live items of a class the byte-pressure eviction compares for each
+// victim (memcached's lru_pull_tail looks at 5 items of its tail).
 const scanWidth = 8
 
 // sampleLocked moves the hand over the chunks of class cl (large: the large records' pages;

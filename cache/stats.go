@@ -47,15 +47,11 @@ type Stats struct {
 	ByteEvictions uint64 // evictions made by byte pressure (shard.go's scan), not by tinylfu
 }
 
-// array views s as its uint64 fields, in order.
-func (s *Stats) array() *[unsafe.Sizeof(Stats{}) / 8]uint64 {
-	return (*[unsafe.Sizeof(Stats{}) / 8]uint64)(unsafe.Pointer(s))
-}
-
-// add adds o's fields to s: every field of Stats is a uint64, and CmdFlush, LimitMaxbytes and
-// Shards are zero in the shards' Stats.
+// add adds o's fields to s, viewing both as arrays: every field of Stats is a uint64, and
+// CmdFlush, LimitMaxbytes and Shards are zero in the shards' Stats.
 func (s *Stats) add(o *Stats) {
-	dst, src := s.array(), o.array()
+	type array = [unsafe.Sizeof(Stats{}) / 8]uint64
+	dst, src := (*array)(unsafe.Pointer(s)), (*array)(unsafe.Pointer(o))
 	for i := range dst {
 		dst[i] += src[i]
 	}
