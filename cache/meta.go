@@ -112,7 +112,6 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 	var stale uint8
 	switch {
 	case mode == CAS && it != nil && opt.Invalidate && !c.disableCAS && cas != 0 && cas < it.cas():
-		// Replace the value but keep the exptime and the token, and mark it stale.
 		stale = stStale | it.state()&stTokenSent
 		mode, exptime = Set, int64(it.exptime())
 		s.st.CasHits++

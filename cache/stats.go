@@ -108,12 +108,13 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		ss := ShardStats{Shard: i, Budget: uint64(s.cfg.budget), Stats: s.statsLocked()}
+		oldest := now
 		for _, r := range s.records {
-			ss.Age = max(ss.Age, now-int64(r.atime()))
+			oldest = min(oldest, int64(r.atime()))
 		}
+		dst = append(dst, ShardStats{Shard: i, Budget: uint64(s.cfg.budget), Age: now - oldest,
+			Stats: s.statsLocked()})
 		s.mu.Unlock()
-		dst = append(dst, ss)
 	}
 	return dst
 }
