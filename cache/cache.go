@@ -3,6 +3,7 @@ package cache
 import (
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -16,7 +17,6 @@ type Cache struct {
 	clock      Clock
 	limit      int64 // Config.MaxBytes
 	disableCAS bool
-	scfg       shardConfig
 
 	casID    atomic.Uint64              // last cas id handed out
 	flush    atomic.Pointer[flushState] // nil until the first flush_all
@@ -47,7 +47,7 @@ func New(cfg Config) (*Cache, error) {
 	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
 	// maxSmall) share pages.
 	page := min(1<<bits.Len64(uint64(budget/128)), 1<<20)
-	c.scfg = shardConfig{
+	scfg := &shardConfig{
 		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
@@ -57,8 +57,9 @@ func New(cfg Config) (*Cache, error) {
 		disableEvictions: cfg.DisableEvictions,
 	}
 	for i := range c.shards {
-		c.shards[i].init(&c.scfg)
+		c.shards[i].init(scfg)
 	}
+	runtime.AddCleanup(c, unmapPages, c.shards)
 	return c, nil
 }
 
