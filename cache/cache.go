@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -13,10 +14,10 @@ import (
 type Cache struct {
 	shards     []shard
 	shift      uint // shard index = hash >> shift (the high bits; tinylfu uses the low ones)
+	seed       maphash.Seed
 	clock      Clock
 	limit      int64 // Config.MaxBytes
 	disableCAS bool
-	scfg       shardConfig
 
 	casID    atomic.Uint64              // last cas id handed out
 	flush    atomic.Pointer[flushState] // nil until the first flush_all
@@ -36,6 +37,7 @@ func New(cfg Config) (*Cache, error) {
 	c := &Cache{
 		shards:     make([]shard, n),
 		shift:      uint(64 - bits.TrailingZeros(uint(n))),
+		seed:       maphash.MakeSeed(),
 		clock:      cmp.Or(cfg.Clock, SystemClock()),
 		limit:      cfg.MaxBytes,
 		disableCAS: cfg.DisableCAS,
@@ -43,8 +45,8 @@ func New(cfg Config) (*Cache, error) {
 	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
 	// maxSmall) share pages.
 	page := min(1<<bits.Len64(uint64(budget/128)), 1<<20)
-	c.scfg = shardConfig{
-		seed:             maphash.MakeSeed(),
+	scfg := &shardConfig{
+		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
 		maxCap:           fitCapacity(budget, int64(sizeClass(hdrSize+1))), // minimal items
@@ -54,16 +56,17 @@ func New(cfg Config) (*Cache, error) {
 	}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.cfg, s.slab = &c.scfg, make([]slabClass, len(slabSizes))
-		s.newIndexLocked(min(initialCapacity, c.scfg.maxCap/4))
+		s.cfg, s.slab = scfg, make([]slabClass, len(slabSizes))
+		s.newIndexLocked(min(initialCapacity, scfg.maxCap/4))
 	}
+	runtime.AddCleanup(c, unmapPages, c.shards)
 	return c, nil
 }
 
 // lock hashes key, locks its shard and records the time and flush settings of the operation
 // about to run under the lock (walk does the same for a whole shard).
 func (c *Cache) lock(key []byte) (*shard, uint64) {
-	h := maphash.Bytes(c.scfg.seed, key)
+	h := maphash.Bytes(c.seed, key)
 	s := &c.shards[h>>c.shift]
 	now, fl := c.clock.Now(), c.flush.Load()
 	s.mu.Lock()

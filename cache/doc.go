@@ -13,8 +13,8 @@
 // sync.Mutex, its slab pages and a tinylfu.T[uint64, uint32]. An item is one record: a 27-byte
 // header (cas, exptime, last access, flags, lengths, state), the key and the value (item.go), in
 // a chunk of one of the shard's slab pages (slab.go): one slab class per Go allocator size
-// class, a page a pointer-free []byte cut into chunks of its class, a record larger than a
-// quarter page a page of its own. tinylfu maps the key's hash to the chunk's handle (page << 16 |
+// class, a page a memory mapping outside the Go heap (pagemem.go) cut into chunks of its class,
+// a record larger than a quarter page a heap buffer of its own. tinylfu maps the key's hash to the chunk's handle (page << 16 |
 // chunk), so it is the index and the policy at once, and there is no other table, list or map.
 // A lookup compares the stored key (a different key with the same 64-bit hash replaces the old
 // one). Deleting, expiring or evicting an item returns its chunk to its class's free list at
@@ -22,7 +22,7 @@
 // (the library has no Remove) stays behind, stale, until tinylfu evicts it or a rebuild drops it
 // (policy.go).
 //
-// What each byte of an item with a 10-byte key and a 100-byte value costs in the heap: before
+// What each byte of an item with a 10-byte key and a 100-byte value costs in memory: before
 // issue #18 (item struct, separate buffer), the first rebuild (one record allocation per item
 // behind a slot table) and this layout (slab chunks):
 //
@@ -34,13 +34,13 @@
 //	tinylfu list element + entry    64         75         64  (two 32-B objects)
 //	tinylfu map, sketch, doorkeeper 35-70      39-78      50-100 per capacity / fill (52 at 1M)
 //	pages' free and uncarved chunks  -          -         ~3%
-//	total (live heap)              ~300       266-305    ~255-310 (1M items: 289 -> 272 B)
+//	total (heap; now heap + pages) ~300       266-305    ~255-310 (1M items: 289 -> 272 B)
 //
 // # Memory bound
 //
 // Everything above is charged against Config.MaxBytes (-m), each shard holding at most
 // MaxBytes/N: its pages as allocated and its index as built, every entry of its capacity
-// included (indexCharge, checked against runtime.MemStats by a test). So the live heap of the
+// included (indexCharge, checked against runtime.MemStats by a test). So the memory of the
 // cache stays below -m whatever the item sizes; the bytes statistic still counts key + value +
 // 48 per item, as memcached's does. A record that finds no free chunk of its class takes one
 // from the class's page being carved, or a new page while the budget has room; else a page of

@@ -182,7 +182,7 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 // debugging), and an expired or flushed item is a miss but stays. It hands the item to a like
 // MetaGet (Now set).
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
-	h := maphash.Bytes(c.scfg.seed, key)
+	h := maphash.Bytes(c.seed, key)
 	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}
 	hit := false
 	for !cur.done && !hit {

@@ -10,6 +10,7 @@ import "slices"
 // page is one slab page of a shard, or one large record's memory.
 type page struct {
 	mem    []byte // nil: an unused entry of the page table
+	mapped bool   // mem is a mapping of its own (pagemem.go), not Go heap memory
 	size   int    // chunk size; len(mem) for a large record
 	class  int    // slab class, or large
 	live   int    // live records in its chunks
@@ -114,7 +115,7 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 			need = s.nextPage(cl)
 		}
 		if s.used()+int64(need) <= s.cfg.budget && len(s.pages)-len(s.unused) < maxPages {
-			if p := s.newPageLocked(cl, make([]byte, need)); cl == large {
+			if p := s.newPageLocked(cl, need); cl == large {
 				return handle(p, 0), true
 			}
 		} else if !s.makeRoomLocked(cl, keep) {
@@ -123,9 +124,14 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 	}
 }
 
-// nextPage is the size of class cl's next page: 16 chunks, or as many as the class has.
+// nextPage is the size of class cl's next page: 16 chunks, or as many as the class has; from
+// the kernel's page size on, a whole number of its pages (see pagemem.go).
 func (s *shard) nextPage(cl int) int {
-	return sizeClass(min(slabSizes[cl]<<(4+min(s.slab[cl].pages, 20)), s.cfg.maxPage))
+	n := sizeClass(min(slabSizes[cl]<<(4+min(s.slab[cl].pages, 20)), s.cfg.maxPage))
+	if n >= osPage {
+		n = (n + osPage - 1) &^ (osPage - 1)
+	}
+	return n
 }
 
 // takeLocked pops a free chunk of class cl, or carves one from its page.
@@ -150,16 +156,22 @@ func (s *shard) takeLocked(cl int) (uint32, bool) {
 	return h, true
 }
 
-// newPageLocked adds a page of class cl holding mem and returns its index.
-func (s *shard) newPageLocked(cl int, mem []byte) int {
+// newPageLocked adds a page of class cl of n bytes and returns its index.
+func (s *shard) newPageLocked(cl int, n int) int {
 	p := len(s.pages)
-	if n := len(s.unused); n > 0 {
-		p, s.unused = s.unused[n-1], s.unused[:n-1]
+	if i := len(s.unused); i > 0 {
+		p, s.unused = s.unused[i-1], s.unused[:i-1]
 	} else {
 		s.pages = append(s.pages, page{})
 	}
-	s.pages[p] = page{mem: mem, size: len(mem), class: cl, carved: 1}
-	s.pageBytes += int64(len(mem))
+	pg := &s.pages[p]
+	*pg = page{size: n, class: cl, carved: 1}
+	if cl != large && n >= osPage {
+		pg.mem, pg.mapped = mapPage(n)
+	} else {
+		pg.mem = make([]byte, n)
+	}
+	s.pageBytes += int64(n)
 	if cl != large {
 		s.pages[p].size, s.pages[p].carved = slabSizes[cl], 0
 		s.slab[cl].carving = p + 1
@@ -244,6 +256,7 @@ func (s *shard) freePageLocked(p int) bool {
 	}
 	sc.pages--
 	s.pageBytes -= int64(len(pg.mem))
+	unmapPage(pg)
 	*pg = page{}
 	s.unused = append(s.unused, p)
 	return true

@@ -331,14 +331,16 @@ type poolExecutor struct{ p *workerpool.Pool }
 func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
 
 // setMemoryLimit gives the Go runtime a soft memory limit derived from -m,
-// unless GOMEMLIMIT is set. -m charges everything the cache holds in the heap
-// (the slab pages of the records and go-tinylfu's index as built),
-// so the live heap stays below -m plus the process's own ~10 MB; the limit
-// adds 1/8 of -m and 16 MiB for garbage between collections, which keeps the
-// peak RSS under 1.15 x -m + 24 MB while items churn. It also lowers GOGC to
-// 50 (unless GOGC is set): most of the heap is item memory that only grows
-// with the items, and at 100 the garbage of a churning cache could double it
-// while the limit is still far away.
+// unless GOMEMLIMIT is set. -m charges everything the cache holds: its slab
+// pages (mapped outside the Go heap, cache/pagemem.go; records larger than a
+// chunk stay in the heap) and go-tinylfu's index as built (in the heap). The
+// limit, 1.125 x -m + 16 MiB, is a backstop for heap-held records and
+// garbage. It also lowers GOGC to 50 (unless GOGC is set): the heap is mostly
+// the index, which only grows with the items, and at 100 a churning cache's
+// garbage could double it while the limit is still far away. 25 was measured
+// too (docs/benchmarks.md, storage engine): 18 MiB less at the peak of a churn
+// over 1M items, but 10% more CPU and a 27% higher p99.9, since with the pages
+// out of the heap every cycle marks an index that is most of a small heap.
 func setMemoryLimit(log zerolog.Logger, mb int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
