@@ -7,11 +7,10 @@ import (
 	"github.com/dgryski/go-tinylfu"
 )
 
-// Sizing of each shard's tinylfu, whose capacity is an item count (beforeInsertLocked grows it,
-// maintainLocked shrinks it). tinylfu has no resize, so a change rebuilds the index from the
-// pages; between two rebuilds there are at least a quarter of the capacity in new entries or
-// stores, so the cost is amortized O(1) per store. The index is charged against the budget as
-// built, its entries at full capacity included, so that adding an entry never needs room.
+// Sizing of each shard's tinylfu (beforeInsertLocked grows it, maintainLocked shrinks it). It
+// has no resize, so a change rebuilds the index from the pages; between two rebuilds there are at
+// least a quarter of the capacity in new entries or stores, so the cost is amortized O(1) per
+// store. The index is charged at full capacity (see Memory bound), so an Add never needs room.
 const (
 	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
 	initialCapacity = 256 // powers of two use every counter of the count-min sketch
@@ -43,14 +42,12 @@ func indexCharge(capacity int) int64 {
 // pow2 returns the smallest power of two >= n (1 for n <= 1).
 func pow2(n int) int { return 1 << bits.Len(uint(max(n, 1)-1)) }
 
-func identity(k uint64) uint64 { return k }
-
 // newIndexLocked replaces the index with an empty one of the given capacity. Stale entries of
 // the old index are dropped with it; live items must be re-added by the caller.
 func (s *shard) newIndexLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
-	s.index = tinylfu.New[uint64, uint32](capacity, samples(capacity), identity,
-		tinylfu.OnEvict[uint64, uint32](s.onEvict))
+	s.index = tinylfu.New[uint64, uint32](capacity, samples(capacity),
+		func(h uint64) uint64 { return h }, tinylfu.OnEvict[uint64, uint32](s.onEvict))
 	s.capacity, s.indexBytes = capacity, indexCharge(capacity)
 	s.entries, s.writes, s.pressure = 0, 0, 0
 }
@@ -120,7 +117,6 @@ func (s *shard) maintainLocked() {
 // recently accessed under the hand), so the fresh index admits every one of them. Frequency and
 // recency history is lost; stale entries are dropped.
 func (s *shard) rebuildLocked(capacity int) {
-	capacity = max(capacity, minCapacity)
 	for s.n > capacity {
 		victim, _ := s.sampleLocked(anyClass, noHandle)
 		s.dropLocked(victim)

@@ -166,14 +166,10 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	}
 	pg := &s.pages[p]
 	*pg = page{size: n, class: cl, carved: 1}
-	if cl != large && n >= osPage {
-		pg.mem, pg.mapped = mapPage(n)
-	} else {
-		pg.mem = make([]byte, n)
-	}
+	pg.mem, pg.mapped = pageMem(cl, n)
 	s.pageBytes += int64(n)
 	if cl != large {
-		s.pages[p].size, s.pages[p].carved = slabSizes[cl], 0
+		pg.size, pg.carved = slabSizes[cl], 0
 		s.slab[cl].carving = p + 1
 		s.slab[cl].pages++
 	}
