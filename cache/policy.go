@@ -71,13 +71,11 @@ func (s *shard) targetCapacity() int {
 	return min(fitCapacity(s.cfg.budget/fillDen*fillNum, s.recBytes/int64(s.n)), s.cfg.maxCap)
 }
 
-// beforeInsertLocked runs before a new entry is added to the index. When the index is full,
-// tinylfu would evict; it rebuilds first if live items fill at least half of it and the budget
-// has room for one over 1/16 larger (grow: double, or up to the target capacity), if stale
-// entries fill a quarter of it (purge), or, with evictions disabled, if there is any stale
-// entry, since then only a full byte budget may refuse a store. It reports false only with
-// evictions disabled, when the index can neither drop a stale entry nor grow within the budget:
-// the store must fail.
+// beforeInsertLocked runs before a new entry is added to a full index, where tinylfu would
+// evict: it grows the index when live items fill half of it and the budget has room, and purges
+// stale entries once they fill a quarter of it, or with evictions disabled any (only a full byte
+// budget may refuse a store then). It reports false, the store must fail, when evictions are
+// disabled and the index can neither drop a stale entry nor grow within the budget.
 func (s *shard) beforeInsertLocked() bool {
 	c := s.capacity
 	if s.entries < c {
@@ -119,7 +117,7 @@ func (s *shard) maintainLocked() {
 func (s *shard) rebuildLocked(capacity int) {
 	for s.n > capacity {
 		victim, _ := s.sampleLocked(anyClass, noHandle)
-		s.dropLocked(victim)
+		s.dropLocked(victim, false)
 	}
 	s.newIndexLocked(capacity)
 	s.st.Rebuilds++
