@@ -70,17 +70,32 @@ func TestLayout(t *testing.T) {
 }
 
 func TestOutcomeStrings(t *testing.T) {
-	if got := NotStored.String(); got != "NotStored" {
-		t.Errorf("NotStored.String() = %q", got)
-	}
-	if got := Outcome(0).String(); got != "Outcome(0)" {
-		t.Errorf("Outcome(0).String() = %q", got)
-	}
-	if got := Prepend.String(); got != "Prepend" {
-		t.Errorf("Prepend.String() = %q", got)
-	}
-	if got := StoreMode(99).String(); got != "StoreMode(99)" {
-		t.Errorf("StoreMode(99).String() = %q", got)
+	for _, tt := range []struct {
+		name      string
+		got, want string
+	}{
+		{"Stored", Stored.String(), "Stored"},
+		{"NotStored", NotStored.String(), "NotStored"},
+		{"Exists", Exists.String(), "Exists"},
+		{"NotFound", NotFound.String(), "NotFound"},
+		{"TooLarge", TooLarge.String(), "TooLarge"},
+		{"NoMemory", NoMemory.String(), "NoMemory"},
+		{"Deleted", Deleted.String(), "Deleted"},
+		{"Touched", Touched.String(), "Touched"},
+		{"NonNumeric", NonNumeric.String(), "NonNumeric"},
+		{"Outcome(0)", Outcome(0).String(), "Outcome(0)"},
+		{"Outcome(10)", Outcome(10).String(), "Outcome(10)"},
+		{"Set", Set.String(), "Set"},
+		{"Add", Add.String(), "Add"},
+		{"Replace", Replace.String(), "Replace"},
+		{"Append", Append.String(), "Append"},
+		{"Prepend", Prepend.String(), "Prepend"},
+		{"CAS", CAS.String(), "CAS"},
+		{"StoreMode(99)", StoreMode(99).String(), "StoreMode(99)"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: String() = %q, want %q", tt.name, tt.got, tt.want)
+		}
 	}
 }
 

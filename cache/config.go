@@ -38,8 +38,9 @@ type Config struct {
 
 // Validate reports whether the config can build a Cache. Errors wrap ErrInvalidConfig.
 func (c Config) Validate() error {
-	if c.MaxBytes <= 0 {
-		return fmt.Errorf("%w: MaxBytes must be positive, got %d", ErrInvalidConfig, c.MaxBytes)
+	if c.MaxBytes <= ItemOverhead {
+		return fmt.Errorf("%w: MaxBytes must exceed the item overhead (%d bytes), got %d",
+			ErrInvalidConfig, ItemOverhead, c.MaxBytes)
 	}
 	if c.MaxItemSize < 0 || (c.MaxItemSize != 0 && c.MaxItemSize <= ItemOverhead) {
 		return fmt.Errorf("%w: MaxItemSize must be 0 or above the item overhead (%d bytes), got %d",
@@ -47,9 +48,6 @@ func (c Config) Validate() error {
 	}
 	if int64(c.MaxItemSize) > c.MaxBytes {
 		return fmt.Errorf("%w: MaxItemSize %d exceeds MaxBytes %d", ErrInvalidConfig, c.MaxItemSize, c.MaxBytes)
-	}
-	if c.MaxBytes <= ItemOverhead {
-		return fmt.Errorf("%w: MaxBytes %d cannot hold a single item", ErrInvalidConfig, c.MaxBytes)
 	}
 	if c.Shards < 0 || c.Shards > maxShards || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("%w: Shards must be 0 or a power of two up to %d, got %d", ErrInvalidConfig, maxShards, c.Shards)

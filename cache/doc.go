@@ -11,16 +11,16 @@
 //
 // Keys are hashed with hash/maphash; the high bits of the hash pick a shard, each with one
 // sync.Mutex, its slab pages and a tinylfu.T[uint64, uint32]. An item is one record: a 27-byte
-// header (cas, exptime, last access, flags, lengths, state), the key and the value (item.go), in
-// a chunk of one of the shard's slab pages (slab.go): one slab class per Go allocator size
-// class, a page a memory mapping outside the Go heap (pagemem.go) cut into chunks of its class,
-// a record larger than a quarter page a heap buffer of its own. tinylfu maps the key's hash to the chunk's handle (page << 16 |
-// chunk), so it is the index and the policy at once, and there is no other table, list or map.
-// A lookup compares the stored key (a different key with the same 64-bit hash replaces the old
-// one). Deleting, expiring or evicting an item returns its chunk to its class's free list at
-// once, which the next record of that class takes, so churn makes no garbage; its tinylfu entry
-// (the library has no Remove) stays behind, stale, until tinylfu evicts it or a rebuild drops it
-// (policy.go).
+// header (cas, exptime, last access, flags, lengths, state), the key and the value (item.go), in a
+// chunk of one of the shard's slab pages (slab.go): one slab class per Go allocator size class, a
+// page a memory mapping outside the Go heap (pagemem.go) cut into chunks of its class, a record
+// larger than a quarter page a heap buffer of its own. tinylfu maps the key's hash to the chunk's
+// handle (page << 16 | chunk), so it is the index and the policy at once, and there is no other
+// table, list or map. A lookup compares the stored key (a different key with the same 64-bit hash
+// replaces the old one). Deleting, expiring or evicting an item returns its chunk to its class's
+// free list at once, which the next record of that class takes, so churn makes no garbage; its
+// tinylfu entry (the library has no Remove) stays behind, stale, until tinylfu evicts it or a
+// rebuild drops it (policy.go).
 //
 // What each byte of an item with a 10-byte key and a 100-byte value costs in memory: before
 // issue #18 (item struct, separate buffer), the first rebuild (one record allocation per item

@@ -8,28 +8,18 @@ import (
 // A record is one item's memory: a packed header, the key and the value, in a chunk of one of
 // its shard's slab pages (slab.go). A record slice's length is the record's, its capacity the
 // chunk's. Every byte is guarded by the owning shard's mutex.
-//
-//	offset  size  field
-//	0       8     cas      internal cas id: unique per write, also used by flush_all
-//	8       4     exptime  absolute unix seconds; 0 = never
-//	12      4     atime    unix seconds of the last access (see touchLocked)
-//	16      4     flags    client flags
-//	20      4     vlen     value length
-//	24      2     klen     key length
-//	26      1     state    stLive, stFetched, ...
-//	27      klen  key
-//	27+klen vlen  value
 type record []byte
 
+// Offsets of the header fields, all little-endian.
 const (
-	offCAS     = 0
-	offExptime = 8
-	offAtime   = 12
-	offFlags   = 16
-	offVlen    = 20
-	offKlen    = 24
-	offState   = 26
-	hdrSize    = 27
+	offCAS     = 0  // 8 bytes: internal cas id, unique per write, also used by flush_all
+	offExptime = 8  // 4: absolute unix seconds; 0 = never
+	offAtime   = 12 // 4: unix seconds of the last access (see touchLocked)
+	offFlags   = 16 // 4: client flags
+	offVlen    = 20 // 4: value length
+	offKlen    = 24 // 2: key length
+	offState   = 26 // 1: stLive, stFetched, ...
+	hdrSize    = 27 // the key follows, then the value
 )
 
 const (

@@ -183,7 +183,7 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 // MetaGet (Now set).
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
 	h := maphash.Bytes(c.seed, key)
-	cur := Cursor{shard: int(h >> c.shift), end: int(h>>c.shift) + 1}
+	cur := c.ClassCursor(int(h>>c.shift) + 1)
 	hit := false
 	for !cur.done && !hit {
 		cur = c.walk(cur, walkLockHold, func(s *shard, _ int, _ uint32, r record) {

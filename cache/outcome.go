@@ -19,17 +19,9 @@ const (
 	NonNumeric                    // incr/decr on a value that is not a decimal number
 )
 
-var outcomeNames = [...]string{
-	Stored:     "Stored",
-	NotStored:  "NotStored",
-	Exists:     "Exists",
-	NotFound:   "NotFound",
-	TooLarge:   "TooLarge",
-	NoMemory:   "NoMemory",
-	Deleted:    "Deleted",
-	Touched:    "Touched",
-	NonNumeric: "NonNumeric",
-}
+// outcomeNames holds the outcomes' names in the order of the constants.
+var outcomeNames = [...]string{"", "Stored", "NotStored", "Exists", "NotFound", "TooLarge",
+	"NoMemory", "Deleted", "Touched", "NonNumeric"}
 
 // String returns the outcome's name, e.g. "NotStored".
 func (o Outcome) String() string { return name(outcomeNames[:], int(o), "Outcome") }
@@ -47,14 +39,8 @@ const (
 	CAS                      // store only if the live item's cas id equals the given one
 )
 
-var modeNames = [...]string{
-	Set:     "Set",
-	Add:     "Add",
-	Replace: "Replace",
-	Append:  "Append",
-	Prepend: "Prepend",
-	CAS:     "CAS",
-}
+// modeNames holds the modes' names in the order of the constants.
+var modeNames = [...]string{"Set", "Add", "Replace", "Append", "Prepend", "CAS"}
 
 // String returns the mode's name, e.g. "Append".
 func (m StoreMode) String() string { return name(modeNames[:], int(m), "StoreMode") }

@@ -16,13 +16,13 @@ import (
 // osPage is the kernel's page size; slab pages are whole multiples of it.
 var osPage = os.Getpagesize()
 
-// mapPage returns n bytes of zeroed memory for a slab page and whether they are a mapping.
-func mapPage(n int) ([]byte, bool) {
-	if raceEnabled {
-		return make([]byte, n), false
-	}
-	if b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
-		return b, true
+// pageMem returns n bytes of zeroed memory for a page of class cl and whether they are a
+// mapping: a slab page of at least osPage bytes is one unless raceEnabled or the kernel refuses.
+func pageMem(cl, n int) ([]byte, bool) {
+	if cl != large && n >= osPage && !raceEnabled {
+		if b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
+			return b, true
+		}
 	}
 	return make([]byte, n), false
 }

@@ -7,11 +7,10 @@ import (
 	"github.com/dgryski/go-tinylfu"
 )
 
-// Sizing of each shard's tinylfu, whose capacity is an item count (beforeInsertLocked grows it,
-// maintainLocked shrinks it). tinylfu has no resize, so a change rebuilds the index from the
-// pages; between two rebuilds there are at least a quarter of the capacity in new entries or
-// stores, so the cost is amortized O(1) per store. The index is charged against the budget as
-// built, its entries at full capacity included, so that adding an entry never needs room.
+// Sizing of each shard's tinylfu (beforeInsertLocked grows it, maintainLocked shrinks it). It
+// has no resize, so a change rebuilds the index from the pages; between two rebuilds there are at
+// least a quarter of the capacity in new entries or stores, so the cost is amortized O(1) per
+// store. The index is charged at full capacity (see Memory bound), so an Add never needs room.
 const (
 	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
 	initialCapacity = 256 // powers of two use every counter of the count-min sketch
@@ -43,14 +42,12 @@ func indexCharge(capacity int) int64 {
 // pow2 returns the smallest power of two >= n (1 for n <= 1).
 func pow2(n int) int { return 1 << bits.Len(uint(max(n, 1)-1)) }
 
-func identity(k uint64) uint64 { return k }
-
 // newIndexLocked replaces the index with an empty one of the given capacity. Stale entries of
 // the old index are dropped with it; live items must be re-added by the caller.
 func (s *shard) newIndexLocked(capacity int) {
 	capacity = max(capacity, minCapacity)
-	s.index = tinylfu.New[uint64, uint32](capacity, samples(capacity), identity,
-		tinylfu.OnEvict[uint64, uint32](s.onEvict))
+	s.index = tinylfu.New[uint64, uint32](capacity, samples(capacity),
+		func(h uint64) uint64 { return h }, tinylfu.OnEvict[uint64, uint32](s.onEvict))
 	s.capacity, s.indexBytes = capacity, indexCharge(capacity)
 	s.entries, s.writes, s.pressure = 0, 0, 0
 }
@@ -74,13 +71,11 @@ func (s *shard) targetCapacity() int {
 	return min(fitCapacity(s.cfg.budget/fillDen*fillNum, s.recBytes/int64(s.n)), s.cfg.maxCap)
 }
 
-// beforeInsertLocked runs before a new entry is added to the index. When the index is full,
-// tinylfu would evict; it rebuilds first if live items fill at least half of it and the budget
-// has room for one over 1/16 larger (grow: double, or up to the target capacity), if stale
-// entries fill a quarter of it (purge), or, with evictions disabled, if there is any stale
-// entry, since then only a full byte budget may refuse a store. It reports false only with
-// evictions disabled, when the index can neither drop a stale entry nor grow within the budget:
-// the store must fail.
+// beforeInsertLocked runs before a new entry is added to a full index, where tinylfu would
+// evict: it grows the index when live items fill half of it and the budget has room, and purges
+// stale entries once they fill a quarter of it, or with evictions disabled any (only a full byte
+// budget may refuse a store then). It reports false, the store must fail, when evictions are
+// disabled and the index can neither drop a stale entry nor grow within the budget.
 func (s *shard) beforeInsertLocked() bool {
 	c := s.capacity
 	if s.entries < c {
@@ -120,10 +115,9 @@ func (s *shard) maintainLocked() {
 // recently accessed under the hand), so the fresh index admits every one of them. Frequency and
 // recency history is lost; stale entries are dropped.
 func (s *shard) rebuildLocked(capacity int) {
-	capacity = max(capacity, minCapacity)
 	for s.n > capacity {
 		victim, _ := s.sampleLocked(anyClass, noHandle)
-		s.dropLocked(victim)
+		s.dropLocked(victim, false)
 	}
 	s.newIndexLocked(capacity)
 	s.st.Rebuilds++

@@ -2,6 +2,5 @@
 
 package cache
 
-// raceEnabled keeps slab pages in the Go heap under the race detector, which does not watch
-// memory mapped outside it (pagemem.go).
+// raceEnabled keeps slab pages in the Go heap under the race detector (pagemem.go).
 const raceEnabled = false

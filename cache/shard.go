@@ -117,8 +117,9 @@ func (s *shard) killLocked(h uint32) {
 }
 
 // dropLocked drops the record in chunk h unasked and counts it: a reclaim when it was expired or
-// flushed anyway, else an eviction (as memcached's lru_pull_tail does).
-func (s *shard) dropLocked(h uint32) {
+// flushed anyway, else an eviction (as memcached's lru_pull_tail does), one made by byte pressure
+// (to make room in the budget) if pressure is set.
+func (s *shard) dropLocked(h uint32, pressure bool) {
 	r := s.liveAt(h)
 	unfetched := uint64(^r.state() & stFetched) // stFetched is bit 0
 	if s.invalidLocked(r) {
@@ -127,18 +128,12 @@ func (s *shard) dropLocked(h uint32) {
 	} else {
 		s.st.Evictions++
 		s.st.EvictedUnfetched += unfetched
+		if pressure {
+			s.pressure++
+			s.st.ByteEvictions++
+		}
 	}
 	s.killLocked(h)
-}
-
-// evictLocked drops the record in chunk h to make room, counting a byte-pressure eviction
-// unless it was expired or flushed.
-func (s *shard) evictLocked(h uint32) {
-	if !s.invalidLocked(s.liveAt(h)) {
-		s.pressure++
-		s.st.ByteEvictions++
-	}
-	s.dropLocked(h)
 }
 
 // onEvict is tinylfu's eviction callback; it runs inside index.Add, under mu. The entry has
@@ -147,7 +142,7 @@ func (s *shard) evictLocked(h uint32) {
 func (s *shard) onEvict(h uint64, i uint32) {
 	s.entries--
 	if r := s.liveAt(i); r != nil && s.hash(r.key()) == h {
-		s.dropLocked(i)
+		s.dropLocked(i, false)
 	}
 }
 
@@ -192,7 +187,7 @@ func (s *shard) purgeLocked(keep uint32) int {
 	dropped := 0
 	for h, r := range s.records {
 		if h != keep && s.invalidLocked(r) {
-			s.dropLocked(h)
+			s.dropLocked(h, false)
 			dropped++
 		}
 	}

@@ -4,8 +4,7 @@ import "slices"
 
 // Slab memory (see the package comment's Layout and Memory bound): a class's first page holds
 // 16 chunks and each further one as many as the class already has, up to maxPage bytes, so a
-// class in little use holds little memory and a busy one few pages. A class's free chunks are
-// linked through their first 4 bytes.
+// class in little use holds little memory and a busy one few pages.
 
 // page is one slab page of a shard, or one large record's memory.
 type page struct {
@@ -27,14 +26,12 @@ const (
 // handle names chunk i of page p.
 func handle(p, i int) uint32 { return uint32(p)<<16 | uint32(i) }
 
-// slabClass holds a class's free chunks: free is the first one's handle + 1 (0: none), each
-// free chunk holding the next one's in its first 4 bytes; carving is the page whose uncarved
-// tail the class uses next, + 1 (0: none).
+// slabClass holds a class's free chunks, linked through their first 4 bytes, and its pages.
 type slabClass struct {
-	free    uint32
-	carving int
-	pages   int // pages of the class
-	evicted int // byte-pressure evictions since the class last looked for a page to take
+	free    uint32 // the first free chunk's handle + 1 (0: none); each holds the next one's
+	carving int    // the page whose uncarved tail the class uses next, + 1 (0: none)
+	pages   int    // pages of the class
+	evicted int    // byte-pressure evictions since the class last looked for a page to take
 }
 
 // maxSmall is the largest of the Go allocator's small size classes; larger allocations are
@@ -166,14 +163,10 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	}
 	pg := &s.pages[p]
 	*pg = page{size: n, class: cl, carved: 1}
-	if cl != large && n >= osPage {
-		pg.mem, pg.mapped = mapPage(n)
-	} else {
-		pg.mem = make([]byte, n)
-	}
+	pg.mem, pg.mapped = pageMem(cl, n)
 	s.pageBytes += int64(n)
 	if cl != large {
-		s.pages[p].size, s.pages[p].carved = slabSizes[cl], 0
+		pg.size, pg.carved = slabSizes[cl], 0
 		s.slab[cl].carving = p + 1
 		s.slab[cl].pages++
 	}
@@ -187,7 +180,7 @@ func (s *shard) makeRoomLocked(cl int, keep uint32) bool {
 	if s.cfg.disableEvictions && s.purgeLocked(keep) > 0 {
 		return true
 	}
-	if p := s.pageLocked(cl, keep, func(pg *page) bool { return pg.live == 0 }); p >= 0 {
+	if p := s.pageLocked(cl, keep, true); p >= 0 {
 		return s.freePageLocked(p)
 	} else if s.cfg.disableEvictions {
 		return false
@@ -206,20 +199,20 @@ func (s *shard) makeRoomLocked(cl int, keep uint32) bool {
 		if cl != large {
 			s.slab[cl].evicted++
 		}
-		s.evictLocked(victim)
+		s.dropLocked(victim, true)
 		return true
 	}
-	p := s.pageLocked(cl, keep, func(*page) bool { return true })
+	p := s.pageLocked(cl, keep, false)
 	return p >= 0 && s.freePageLocked(p)
 }
 
-// pageLocked returns the first page from the page hand on that holds memory, is not class cl's
-// (unless cl is large) nor holds the record in chunk keep, and satisfies ok; -1 if none does.
-func (s *shard) pageLocked(cl int, keep uint32, ok func(*page) bool) int {
+// pageLocked returns the first page from the page hand on that holds memory, is neither class
+// cl's (unless cl is large) nor chunk keep's, and has no live record if empty; -1 if none does.
+func (s *shard) pageLocked(cl int, keep uint32, empty bool) int {
 	for range s.pages {
 		p := s.pageHand % len(s.pages)
 		s.pageHand = p + 1
-		if pg := &s.pages[p]; pg.mem != nil && (pg.class != cl || cl == large) && p != int(keep>>16) && ok(pg) {
+		if pg := &s.pages[p]; pg.mem != nil && (pg.class != cl || cl == large) && p != int(keep>>16) && (!empty || pg.live == 0) {
 			return p
 		}
 	}
@@ -230,7 +223,7 @@ func (s *shard) pageLocked(cl int, keep uint32, ok func(*page) bool) int {
 func (s *shard) freePageLocked(p int) bool {
 	for i := range s.pages[p].carved {
 		if s.liveAt(handle(p, i)) != nil {
-			s.evictLocked(handle(p, i)) // a large record's page is released here
+			s.dropLocked(handle(p, i), true) // a large record's page is released here
 		}
 	}
 	pg := &s.pages[p]

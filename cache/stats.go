@@ -39,7 +39,7 @@ type Stats struct {
 
 	// tandem-specific, not in memcached's stats.
 	Shards        uint64 // gauge: shard count
-	Used          uint64 // gauge: bytes charged against MaxBytes (records, slots and the index)
+	Used          uint64 // gauge: bytes charged against MaxBytes (the pages and the index)
 	IndexCapacity uint64 // gauge: sum of the shards' tinylfu capacities (items)
 	IndexEntries  uint64 // gauge: tinylfu entries (live items plus stale entries)
 	Tombstones    uint64 // gauge: stale entries: deleted, expired or evicted items still in tinylfu
