@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/dgryski/go-tinylfu"
 )
@@ -148,11 +147,18 @@ func TestIndexCharge(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	// Let the cleanups of earlier tests' caches run (they hold the shards until they do) and
-	// their memory go, so it is not freed during a measurement.
-	for range 3 {
-		heap()
-		time.Sleep(time.Millisecond)
+	// Let earlier tests' caches go before measuring: a collection queues their cleanups (which
+	// hold the shards), and the next one frees what they held. Collect until the heap has not
+	// shrunk twice in a row, so nothing is freed during a measurement.
+	for prev, steady := heap(), 0; steady < 2; {
+		runtime.Gosched()
+		cur := heap()
+		if cur < prev {
+			steady = 0
+		} else {
+			steady++
+		}
+		prev = cur
 	}
 	for _, c := range []int{16, 100, 256, 1000, 4096, 15000, 16384, 30000} {
 		before := heap()
