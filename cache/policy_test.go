@@ -160,7 +160,10 @@ func TestIndexCharge(t *testing.T) {
 		}
 		prev = cur
 	}
-	for _, c := range []int{16, 100, 256, 1000, 4096, 15000, 16384, 30000} {
+	// measure builds and fills an index of capacity c and returns the heap it holds. HeapAlloc is
+	// the whole process's: another goroutine's allocation during the measurement adds to it, so
+	// the smallest of three measurements counts.
+	measure := func(c int) int64 {
 		before := heap()
 		idx := tinylfu.New[uint64, uint32](c, samples(c), func(k uint64) uint64 { return k })
 		for i := range c {
@@ -168,8 +171,12 @@ func TestIndexCharge(t *testing.T) {
 			idx.Get(k) // the doorkeeper and sketch are touched too, as in use
 			idx.Add(k, uint32(i))
 		}
-		got, want := int64(heap()-before), indexCharge(c)
+		got := int64(heap() - before)
 		runtime.KeepAlive(idx)
+		return got
+	}
+	for _, c := range []int{16, 100, 256, 1000, 4096, 15000, 16384, 30000} {
+		got, want := min(measure(c), measure(c), measure(c)), indexCharge(c)
 		t.Logf("capacity %d: %d bytes (%.1f per entry), charged %d", c, got, float64(got)/float64(c), want)
 		if got > want || want > got+got/20+1024 {
 			t.Errorf("capacity %d: index holds %d bytes, charged %d", c, got, want)
