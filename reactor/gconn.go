@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,11 @@ type gconn struct {
 	ep   int // the loop's epoll descriptor, -1 when reads cannot be paused
 	sess Session
 	w    *connWriter
+
+	// remote and local (the listener's address) are copied at open: gnet
+	// recycles its address buffers after OnClose, and a connection with
+	// work left is still listed for "stats conns" until it finishes.
+	remote, local net.Addr
 
 	// streamer is sess when its replies may come in parts; unfinished says
 	// a reply has parts still to come. Both belong to the executor.
@@ -109,7 +115,8 @@ const writeChunk = 16 << 10
 const closeLinger = 10 * time.Second
 
 func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
-	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd())}
+	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
+		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
 	w, err := newConnWriter(gc.fd, &s.limits, gc.resumeFromWriter)
 	if err != nil {
 		gc.sess.Close()
@@ -657,6 +664,9 @@ func (gc *gconn) finishLocked() bool {
 func (gc *gconn) finish() {
 	gc.sess.Close()
 	gc.w.closeWhenDone(closeLinger)
+	gc.s.connMu.Lock()
+	delete(gc.s.conns, gc)
+	gc.s.connMu.Unlock()
 	gc.s.unfinished.Add(-1)
 }
 

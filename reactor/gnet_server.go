@@ -49,7 +49,10 @@ type gnetServer struct {
 	wg     sync.WaitGroup // pool mode: running workers
 
 	connMu sync.Mutex
-	conns  map[*gconn]struct{} // guarded by connMu: connections gnet has open
+	// conns holds the connections not yet finished (see gconn.finish):
+	// those gnet has open and those it closed with work left; the bool
+	// says gnet has it open.
+	conns map[*gconn]bool // guarded by connMu
 }
 
 func newGnetServer(cfg Config) *gnetServer {
@@ -58,7 +61,7 @@ func newGnetServer(cfg Config) *gnetServer {
 		log:   cfg.Logger,
 		pool:  cfg.Mode == ModePool,
 		ready: make(chan struct{}),
-		conns: make(map[*gconn]struct{}),
+		conns: make(map[*gconn]bool),
 	}
 	s.limits.highWater = cfg.OutputHighWater
 	s.limits.limit = cfg.BufferLimit
@@ -234,7 +237,7 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	gc.progressed()
 	c.SetContext(gc)
 	s.connMu.Lock()
-	s.conns[gc] = struct{}{}
+	s.conns[gc] = true
 	s.connMu.Unlock()
 	s.log.Debug().Int("fd", c.Fd()).Msg("connection opened")
 	return nil, gnet.None
@@ -249,7 +252,9 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	s.curr.Add(-1)
 	s.connMu.Lock()
-	delete(s.conns, gc)
+	if _, ok := s.conns[gc]; ok {
+		s.conns[gc] = false // finish unregisters it
+	}
 	s.connMu.Unlock()
 	// gnet passes the read or write error when the peer closed or failed
 	// (EOF included), and nil when tandem closed the connection.
@@ -280,9 +285,9 @@ func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 	timeout := s.cfg.IdleTimeout
 	now := time.Now().UnixNano()
 	s.connMu.Lock()
-	for gc := range s.conns {
-		if now-gc.lastCmd.Load() > int64(timeout) {
-			delete(s.conns, gc)
+	for gc, open := range s.conns {
+		if open && now-gc.lastCmd.Load() > int64(timeout) {
+			s.conns[gc] = false
 			s.idleClosed.Add(1)
 			gc.closeForServer()
 			_ = gc.c.Close()
@@ -310,8 +315,10 @@ func (s *gnetServer) Shutdown(ctx context.Context) error {
 	}
 	s.connMu.Lock()
 	conns := make([]*gconn, 0, len(s.conns))
-	for gc := range s.conns {
-		conns = append(conns, gc)
+	for gc, open := range s.conns {
+		if open {
+			conns = append(conns, gc)
+		}
 	}
 	s.connMu.Unlock()
 	// Each loop stops reading its connections and hands what they buffered
