@@ -190,6 +190,12 @@ func (gc *gconn) settleInput(pause bool) gnet.Action {
 		gc.closeForServer()
 		return gnet.Close
 	}
+	if gc.ep < 0 && pause && in > gc.s.cfg.InputHighWater {
+		// Reads cannot pause (readpause.go): close rather than buffer.
+		gc.s.overflow.Add(1)
+		gc.closeForServer()
+		return gnet.Close
+	}
 	if gc.ep < 0 || pause == gc.readPaused {
 		return gnet.None
 	}

@@ -117,6 +117,10 @@ func (s *gnetServer) Serve() error {
 			return err
 		}
 	}
+	if err := checkReadPausing(); err != nil {
+		s.epolls.disable()
+		s.log.Warn().Err(err).Msg("cannot pause reading a connection; connections over the input caps are closed instead")
+	}
 	if s.pool {
 		if err := s.startWorkers(); err != nil {
 			return err
