@@ -23,7 +23,7 @@ import (
 // owns a descriptor of its own, so requests read before a close still run
 // and, when the peer still reads, are answered.
 //
-// Lock order: mu, then the run queue's mu; connWriter.mu is never held with
+// Lock order: mu, then the parked queue's mu; connWriter.mu is never held with
 // either.
 type gconn struct {
 	s    *gnetServer
@@ -65,7 +65,7 @@ type gconn struct {
 	detached    bool      // guarded by mu: the loop frames and runs nothing more for this connection
 	stop        bool      // guarded by mu: run nothing more (closed by a request or by the server)
 	finished    bool      // guarded by mu: finish has run
-	next        *gconn    // guarded by the run queue's mu
+	next        *gconn    // guarded by the parked queue's mu
 
 	// Executor-owned.
 	cur      *batch // pool: the batch being run, from curIdx on
@@ -357,7 +357,7 @@ func (gc *gconn) resumeFromWriter() {
 	case gc.s.pool:
 		gc.state = stQueued
 		gc.mu.Unlock()
-		gc.s.rq.push(gc, false)
+		gc.s.dispatch(gc)
 	case gc.detached:
 		gc.state = stRunning
 		gc.mu.Unlock()
@@ -384,8 +384,8 @@ func (gc *gconn) frame() gnet.Action {
 		gc.state = stQueued
 	}
 	gc.mu.Unlock()
-	if submit && gc.s.rq.push(gc, false) {
-		// A worker was woken for this connection: let it have this
+	if submit && gc.s.dispatch(gc) {
+		// A worker was started for this connection: let it have this
 		// processor now (it is next on it), so the reply does not wait
 		// for the loop to finish its turn. With one processor (a server
 		// pinned to one core) this takes a third off the round trip.
@@ -553,7 +553,7 @@ func (gc *gconn) runSlice() {
 		if gc.cur != nil {
 			gc.s.yields.Add(1)
 		}
-		gc.s.rq.push(gc, true)
+		gc.s.requeue(gc)
 	default:
 		gc.state = stIdle
 		fin := gc.finishLocked()
@@ -627,13 +627,31 @@ func (gc *gconn) runLeftoverSlice() {
 		gc.state = stQueued
 		gc.mu.Unlock()
 		gc.s.yields.Add(1)
-		gc.s.rq.push(gc, true)
+		gc.s.requeue(gc)
 		return
 	}
 	gc.leftover = nil
 	gc.state = stIdle
 	fin := gc.finishLocked()
 	gc.mu.Unlock()
+	if fin {
+		gc.finish()
+	}
+}
+
+// abandon closes a connection whose slice panicked outside the session's
+// own recovery (see runSliceSafely): what it has not run is dropped, and
+// it is finished if gnet already let go of it.
+func (gc *gconn) abandon() {
+	gc.mu.Lock()
+	gc.stop = true
+	gc.dropLocked()
+	gc.leftover, gc.unfinished = nil, false
+	gc.state = stIdle
+	fin := gc.finishLocked()
+	gc.mu.Unlock()
+	gc.w.abort()
+	_ = gc.c.Close()
 	if fin {
 		gc.finish()
 	}
@@ -713,7 +731,7 @@ func (gc *gconn) detach(runBuffered bool) {
 	gc.mu.Unlock()
 	switch {
 	case run && gc.s.pool:
-		gc.s.rq.push(gc, false)
+		gc.s.dispatch(gc)
 	case run:
 		gc.runLeftover()
 	case fin:

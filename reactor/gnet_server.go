@@ -31,6 +31,7 @@ type gnetServer struct {
 	addrs    []net.Addr  // set in OnBoot, before ready is closed
 	umask    func()      // restores the umask set for the unix socket; nil without one
 	stopping atomic.Bool
+	served   atomic.Bool // Serve returned
 
 	curr       atomic.Int64
 	total      atomic.Uint64
@@ -45,8 +46,7 @@ type gnetServer struct {
 
 	limits bufLimits
 	epolls epolls
-	rq     *runQueue      // pool mode
-	wg     sync.WaitGroup // pool mode: running workers
+	parked parkedQueue // pool mode
 
 	connMu sync.Mutex
 	// conns holds the connections not yet finished (see gconn.finish):
@@ -65,9 +65,6 @@ func newGnetServer(cfg Config) *gnetServer {
 	}
 	s.limits.highWater = cfg.OutputHighWater
 	s.limits.limit = cfg.BufferLimit
-	if s.pool {
-		s.rq = &runQueue{}
-	}
 	return s
 }
 
@@ -88,8 +85,8 @@ func (s *gnetServer) Stats() Stats {
 		ReadBufOOM:     s.readBufOOM.Load(),
 		BufferBytes:    s.limits.used.Load(),
 	}
-	if s.rq != nil {
-		st.Parked, st.Running = s.rq.load()
+	if s.pool {
+		st.Parked, st.Running = s.parked.load()
 	}
 	return st
 }
@@ -121,12 +118,6 @@ func (s *gnetServer) Serve() error {
 		s.epolls.disable()
 		s.log.Warn().Err(err).Msg("cannot pause reading a connection; connections over the input caps are closed instead")
 	}
-	if s.pool {
-		if err := s.startWorkers(); err != nil {
-			return err
-		}
-		defer s.stopWorkers()
-	}
 	if p := s.cfg.UnixSocket; p != "" {
 		addrs = append(addrs, "unix://"+p)
 		// gnet binds every listener before it boots: the socket file gets
@@ -137,6 +128,7 @@ func (s *gnetServer) Serve() error {
 		defer s.umask()
 	}
 	err := gnet.Rotate(s, addrs, opts...)
+	s.served.Store(true)
 	select {
 	case <-s.ready:
 	default:
@@ -149,28 +141,6 @@ func (s *gnetServer) Serve() error {
 		err = fmt.Errorf("reactor: event engine stopped unexpectedly")
 	}
 	return fmt.Errorf("reactor: %w", err)
-}
-
-// startWorkers submits the pool's long-lived worker tasks.
-func (s *gnetServer) startWorkers() error {
-	s.rq.workers = s.cfg.Workers
-	for i := 0; i < s.cfg.Workers; i++ {
-		s.wg.Add(1)
-		w := &worker{q: s.rq, wake: make(chan struct{}, 1), done: s.wg.Done}
-		if err := s.cfg.Executor.Submit(w); err != nil {
-			s.wg.Done()
-			s.stopWorkers()
-			return fmt.Errorf("reactor: starting worker %d of %d: %w", i+1, s.cfg.Workers, err)
-		}
-	}
-	return nil
-}
-
-// stopWorkers lets the workers exit once the run queue is empty and waits
-// for them.
-func (s *gnetServer) stopWorkers() {
-	s.rq.close()
-	s.wg.Wait()
 }
 
 // OnBoot records the engine and the bound addresses, and sets the TCP
