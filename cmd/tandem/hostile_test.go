@@ -212,4 +212,3 @@ func TestSlowReaderIsServed(t *testing.T) {
 		}
 	})
 }
-
