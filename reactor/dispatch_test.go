@@ -71,7 +71,7 @@ func TestDispatch(t *testing.T) {
 			var pre *gconn
 			if tc.running > 0 {
 				// A task already in flight for another connection.
-				pre = &gconn{s: s, pending: &batch{}, state: stQueued}
+				pre = &gconn{s: s, pending: &batch{}, execState: execState{state: stQueued}}
 				if !s.dispatch(pre) {
 					t.Fatal("the first dispatch did not start a task")
 				}
@@ -79,7 +79,7 @@ func TestDispatch(t *testing.T) {
 			ex.fail = tc.fail
 			conns := make([]*gconn, tc.conns)
 			for i := range conns {
-				conns[i] = &gconn{s: s, pending: &batch{}, state: stQueued}
+				conns[i] = &gconn{s: s, pending: &batch{}, execState: execState{state: stQueued}}
 				s.dispatch(conns[i])
 			}
 			ran := ex.runAll()

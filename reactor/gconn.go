@@ -57,15 +57,11 @@ type gconn struct {
 	out        []byte           // inline executor's reply buffer
 
 	mu          sync.Mutex
-	state       connState // guarded by mu: where execution stands (inline: only stIdle/stBlocked while open)
-	pending     *batch    // guarded by mu (pool): framed requests no worker has taken yet
-	spare       *batch    // guarded by mu (pool): an executed batch kept for reuse
-	framePaused bool      // guarded by mu (pool): framing stopped until a worker takes pending
-	owed        bool      // guarded by mu: the writer drained while its executor was still running
-	detached    bool      // guarded by mu: the loop frames and runs nothing more for this connection
-	stop        bool      // guarded by mu: run nothing more (closed by a request or by the server)
-	finished    bool      // guarded by mu: finish has run
-	next        *gconn    // guarded by the parked queue's mu
+	execState          // guarded by mu: where execution stands (connstate.go)
+	pending     *batch // guarded by mu (pool): framed requests no worker has taken yet
+	spare       *batch // guarded by mu (pool): an executed batch kept for reuse
+	framePaused bool   // guarded by mu (pool): framing stopped until a worker takes pending
+	next        *gconn // guarded by the parked queue's mu
 
 	// Executor-owned.
 	cur      *batch // pool: the batch being run, from curIdx on
@@ -73,16 +69,6 @@ type gconn struct {
 	wout     []byte // pool: reply buffer
 	leftover []byte // input read before the loop let go, still to run (see detach)
 }
-
-// connState is where a pool-mode connection's execution stands.
-type connState uint8
-
-const (
-	stIdle    connState = iota // nothing framed, or framed work not yet queued
-	stQueued                   // in the run queue
-	stRunning                  // a worker runs a slice of it
-	stBlocked                  // waiting for its writer to drain
-)
 
 // batch is a run of framed requests whose bytes are owned by arena.
 type batch struct {
@@ -332,13 +318,12 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 // unless the writer drained meanwhile.
 func (gc *gconn) blockExecutor() runAction {
 	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	if gc.owed {
-		gc.owed = false
-		return runDone
+	blocked := gc.block()
+	gc.mu.Unlock()
+	if blocked {
+		return runBlocked
 	}
-	gc.state = stBlocked
-	return runBlocked
+	return runDone
 }
 
 // resumeFromWriter is called by the writer's flusher once the queue that
@@ -348,24 +333,25 @@ func (gc *gconn) blockExecutor() runAction {
 // (inline, after the loop let go).
 func (gc *gconn) resumeFromWriter() {
 	gc.mu.Lock()
-	if gc.state != stBlocked {
-		gc.owed = true
-		gc.mu.Unlock()
-		return
-	}
-	switch {
-	case gc.s.pool:
-		gc.state = stQueued
-		gc.mu.Unlock()
+	st := gc.drained(gc.s.pool)
+	gc.mu.Unlock()
+	gc.do(st)
+}
+
+// do carries out the step a transition returned (connstate.go), without
+// gc.mu held.
+func (gc *gconn) do(st step) {
+	switch st {
+	case stepDispatch:
 		gc.s.dispatch(gc)
-	case gc.detached:
-		gc.state = stRunning
-		gc.mu.Unlock()
-		gc.runLeftover()
-	default:
-		gc.state = stIdle
-		gc.mu.Unlock()
+	case stepRequeue:
+		gc.s.requeue(gc)
+	case stepWake:
 		_ = gc.c.Wake(nil)
+	case stepRunLeftover:
+		gc.runLeftover()
+	case stepFinish:
+		gc.finish()
 	}
 }
 
@@ -379,12 +365,9 @@ func (gc *gconn) frame() gnet.Action {
 		return gc.settleInput(hold)
 	}
 	paused := gc.frameLocked()
-	submit := len(gc.pending.reqs) > 0 && gc.state == stIdle
-	if submit {
-		gc.state = stQueued
-	}
+	st := gc.framed(len(gc.pending.reqs) > 0)
 	gc.mu.Unlock()
-	if submit && gc.s.dispatch(gc) {
+	if st == stepDispatch && gc.s.dispatch(gc) {
 		// A worker was started for this connection: let it have this
 		// processor now (it is next on it), so the reply does not wait
 		// for the loop to finish its turn. With one processor (a server
@@ -530,38 +513,17 @@ func (gc *gconn) runSlice() {
 	}
 	if gc.stop {
 		gc.dropLocked()
-		gc.state = stIdle
-		fin := gc.finishLocked()
-		gc.mu.Unlock()
-		if closeConn || overflow {
-			_ = gc.c.Close()
-		}
-		if fin {
-			gc.finish()
-		}
-		return
 	}
 	more := gc.cur != nil || len(gc.pending.reqs) > 0 || (gc.detached && len(gc.leftover) > 0)
-	switch {
-	case blocked && !gc.owed:
-		gc.state = stBlocked
-		gc.mu.Unlock()
-	case more || blocked:
-		gc.owed = false
-		gc.state = stQueued
-		gc.mu.Unlock()
-		if gc.cur != nil {
-			gc.s.yields.Add(1)
-		}
-		gc.s.requeue(gc)
-	default:
-		gc.state = stIdle
-		fin := gc.finishLocked()
-		gc.mu.Unlock()
-		if fin {
-			gc.finish()
-		}
+	st := gc.sliceDone(blocked, more)
+	gc.mu.Unlock()
+	if closeConn || overflow {
+		_ = gc.c.Close()
 	}
+	if st == stepRequeue && gc.cur != nil {
+		gc.s.yields.Add(1)
+	}
+	gc.do(st)
 }
 
 // take is what takeBatch found to run.
@@ -579,21 +541,17 @@ const (
 // loop let go of it.
 func (gc *gconn) takeBatch() take {
 	gc.mu.Lock()
-	gc.state = stRunning
 	b := gc.pending
-	if len(b.reqs) == 0 || gc.stop {
-		if !gc.stop && gc.detached && len(gc.leftover) > 0 {
-			gc.mu.Unlock()
-			return takeLeftover
-		}
+	ok, st := gc.take(len(b.reqs) > 0 || (gc.detached && len(gc.leftover) > 0))
+	if !ok {
 		gc.dropLocked()
-		gc.state = stIdle
-		fin := gc.finishLocked()
 		gc.mu.Unlock()
-		if fin {
-			gc.finish()
-		}
+		gc.do(st)
 		return takeNone
+	}
+	if len(b.reqs) == 0 {
+		gc.mu.Unlock()
+		return takeLeftover
 	}
 	next := gc.spare
 	if next == nil {
@@ -623,20 +581,15 @@ func (gc *gconn) runLeftoverSlice() {
 		return // stBlocked: the writer requeues it once it drains
 	}
 	gc.mu.Lock()
-	if (len(gc.leftover) > 0 || gc.unfinished) && !gc.stop {
-		gc.state = stQueued
-		gc.mu.Unlock()
-		gc.s.yields.Add(1)
-		gc.s.requeue(gc)
-		return
+	st := gc.sliceDone(false, len(gc.leftover) > 0 || gc.unfinished)
+	if st != stepRequeue {
+		gc.leftover = nil
 	}
-	gc.leftover = nil
-	gc.state = stIdle
-	fin := gc.finishLocked()
 	gc.mu.Unlock()
-	if fin {
-		gc.finish()
+	if st == stepRequeue {
+		gc.s.yields.Add(1)
 	}
+	gc.do(st)
 }
 
 // abandon closes a connection whose slice panicked outside the session's
@@ -646,19 +599,17 @@ func (gc *gconn) abandon() {
 	gc.mu.Lock()
 	gc.stop = true
 	gc.dropLocked()
-	gc.leftover, gc.unfinished = nil, false
-	gc.state = stIdle
-	fin := gc.finishLocked()
+	gc.unfinished = false
+	st := gc.idle(false)
 	gc.mu.Unlock()
 	gc.w.abort()
 	_ = gc.c.Close()
-	if fin {
-		gc.finish()
-	}
+	gc.do(st)
 }
 
 // dropLocked discards the requests not yet run (the connection stopped).
 func (gc *gconn) dropLocked() {
+	gc.leftover = nil
 	if gc.cur != nil {
 		gc.s.limits.add(-len(gc.cur.arena))
 		gc.cur.reset()
@@ -668,19 +619,6 @@ func (gc *gconn) dropLocked() {
 		gc.s.limits.add(-len(gc.pending.arena))
 		gc.pending.reset()
 	}
-}
-
-// finishLocked reports whether the caller must call finish: the loop let go
-// of the connection and no request of it is left to run.
-func (gc *gconn) finishLocked() bool {
-	if !gc.detached || gc.finished || gc.state != stIdle || len(gc.leftover) > 0 {
-		return false
-	}
-	if gc.pending != nil && len(gc.pending.reqs) > 0 {
-		return false
-	}
-	gc.finished = true
-	return true
 }
 
 // finish releases the session and has the writer close the socket after the
@@ -717,26 +655,15 @@ func (gc *gconn) detach(runBuffered bool) {
 			_, _ = gc.c.Discard(len(buf))
 		}
 	}
-	gc.detached = true
 	// An unfinished reply is work too (inline mode: the loop is its
 	// executor while the connection is idle, so reading it here is safe).
 	work := len(gc.leftover) > 0 || (gc.pending != nil && len(gc.pending.reqs) > 0) || (!gc.s.pool && gc.unfinished)
-	run := gc.state == stIdle && work
-	if run && gc.s.pool {
-		gc.state = stQueued
-	} else if run {
-		gc.state = stRunning
+	if gc.stop && gc.state == stIdle {
+		gc.dropLocked()
 	}
-	fin := gc.finishLocked()
+	st := gc.letGo(work, gc.s.pool)
 	gc.mu.Unlock()
-	switch {
-	case run && gc.s.pool:
-		gc.s.dispatch(gc)
-	case run:
-		gc.runLeftover()
-	case fin:
-		gc.finish()
-	}
+	gc.do(st)
 }
 
 // runLeftover runs the input read before the loop let go of an inline
@@ -761,12 +688,9 @@ func (gc *gconn) runLeftover() {
 	}
 	gc.leftover = nil
 	gc.mu.Lock()
-	gc.state = stIdle
-	fin := gc.finishLocked()
+	st := gc.idle(false)
 	gc.mu.Unlock()
-	if fin {
-		gc.finish()
-	}
+	gc.do(st)
 }
 
 // quiet reports whether nothing of the connection is framed, running or
