@@ -50,6 +50,8 @@ type gconn struct {
 	// so a client trickling a partial command byte by byte is still idle.
 	lastCmd atomic.Int64
 
+	turns      *loopTurns       // the loop's turns (inline; yield.go)
+	yielded    bool             // loop-owned: the connection woke itself to go on (yield.go)
 	lat        latencySampler   // loop-owned
 	readPaused bool             // loop-owned: read events are off in the loop's epoll
 	held       int              // loop-owned: unparsed input counted in the server's buffer total
@@ -111,6 +113,9 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	gc.w = w
 	gc.streamer = streamerOf(gc.sess)
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
+	if !s.pool {
+		gc.turns = s.turnsOf(c.EventLoop())
+	}
 	if s.pool {
 		gc.pending = &batch{}
 	}
@@ -229,10 +234,11 @@ func (gc *gconn) runInline() gnet.Action {
 	if act == runBlocked {
 		return gc.settleInput(true)
 	}
+	if more && gc.w.holdForDrain() && gc.blockExecutor() == runBlocked {
+		return gc.settleInput(true) // the writer's resume wakes it
+	}
 	if more {
-		// Yield to the loop's other connections; continue afterwards.
-		gc.s.yields.Add(1)
-		_ = gc.c.Wake(nil)
+		gc.yield()
 	}
 	return gc.settleInput(more && gc.c.InboundBuffered() >= gc.s.cfg.InputHighWater)
 }

@@ -48,6 +48,9 @@ type gnetServer struct {
 	epolls epolls
 	parked parkedQueue // pool mode
 
+	turnsMu sync.Mutex
+	turns   map[gnet.EventLoop]*loopTurns // guarded by turnsMu (inline mode)
+
 	connMu sync.Mutex
 	// conns holds the connections not yet finished (see gconn.finish):
 	// those gnet has open and those it closed with work left; the bool
@@ -249,6 +252,7 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if s.pool {
 		return gc.frame()
 	}
+	gc.traffic()
 	return gc.runInline()
 }
 
