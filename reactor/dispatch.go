@@ -104,10 +104,21 @@ const submitSpins = 64
 const submitRetryDelay = 100 * time.Microsecond
 
 // dispatch runs gc (state stQueued) on a task of its own, or parks it for
-// a running task to take. It reports whether a task was started for it.
+// a running task to take: when the running tasks outnumber the parked
+// connections, or when the pool is full. It reports whether a task was
+// started for it.
 func (s *gnetServer) dispatch(gc *gconn) bool {
 	q := &s.parked
 	q.mu.Lock()
+	if q.fresh.n+q.yielded.n < q.active {
+		// Fewer connections wait than running tasks will look at the
+		// queue again: one of them takes gc after its slice, without the
+		// wake-up (a futex and often a second OS thread) of an idle
+		// worker.
+		q.pushLocked(gc, false)
+		q.mu.Unlock()
+		return false
+	}
 	q.active++
 	q.mu.Unlock()
 	if s.cfg.Executor.Submit(gc) == nil {
