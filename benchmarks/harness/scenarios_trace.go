@@ -113,11 +113,14 @@ type TraceAgg struct {
 	MeasuredHitDiff float64 `json:"measured_hit_ratio_minus_baseline,omitempty"`
 	SetsRefused     int64   `json:"sets_refused"` // sum over repetitions
 	Sets            Stat    `json:"sets"`
+	// RepeatPct is the median share of accesses, in percent, that missed
+	// a key already missed earlier in the same batch (trace.Result).
+	RepeatPct Stat `json:"repeat_miss_pct"`
 }
 
 // aggregateTrace folds the trace counts of ms into a.
 func aggregateTrace(a *PhaseAgg, ms []Measurement) {
-	var hit, sets []float64
+	var hit, sets, rep []float64
 	for _, m := range ms {
 		if m.Trace == nil {
 			continue
@@ -127,10 +130,13 @@ func aggregateTrace(a *PhaseAgg, ms []Measurement) {
 		}
 		hit = append(hit, 100*m.Trace.MeasuredHitRatio())
 		sets = append(sets, float64(m.Trace.Sets))
+		if m.Trace.Accesses > 0 {
+			rep = append(rep, 100*float64(m.Trace.RepeatMisses)/float64(m.Trace.Accesses))
+		}
 		a.Trace.SetsRefused += m.Trace.SetsRefused
 	}
 	if a.Trace != nil {
-		a.Trace.MeasuredHitPct, a.Trace.Sets = newStat3(hit), NewStat(sets)
+		a.Trace.MeasuredHitPct, a.Trace.Sets, a.Trace.RepeatPct = newStat3(hit), NewStat(sets), newStat3(rep)
 	}
 }
 
@@ -184,7 +190,10 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 				"and the command in the targets table is the last point's.",
 			"`hit ratio` counts every access of the trace (cold start included); `hit after warm-up` only the " +
 				"accesses after the warm-up fraction. Both count what the server answered: a key asked twice in one " +
-				"batch that misses counts two misses (and is set once).",
+				"batch that misses counts two misses (and is set once). `repeat misses` is the share of accesses that " +
+				"were such second misses: a client that ran each access after the previous one's set would hit " +
+				"there, so `hit ratio` + `repeat misses` is the hit ratio of a one-request-at-a-time replay (nearly: " +
+				"the order of sets differs).",
 			"The sets of a batch travel in the same write as the next batch's get, so one batch costs one round " +
 				"trip; replies are all read and counted (a set answered SERVER_ERROR or NOT_STORED is `sets refused`).",
 			"`peak RSS MB` is VmHWM after the replay; `peak vs mc` divides it by memcached's at the same `-m`; " +
@@ -206,6 +215,12 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 					return "–"
 				}
 				return fmt.Sprintf("%.3f", t.MeasuredHitPct.Median/100)
+			}},
+			{"repeat misses", func(r *Row) string {
+				if t := r.Phase("replay").Trace; t != nil {
+					return fmt.Sprintf("%.3f", t.RepeatPct.Median/100)
+				}
+				return "–"
 			}},
 			colPeak("replay"),
 			colVs("peak vs mc", "replay", func(a *PhaseAgg) float64 { return a.PeakRatio }),

@@ -38,6 +38,12 @@ type Result struct {
 	MeasuredAccesses int64 `json:"measured_accesses"`
 	MeasuredHits     int64 `json:"measured_hits"`
 	Batches          int64 `json:"batches"` // multi-gets sent
+	// RepeatMisses counts misses of a key that already missed earlier in
+	// the same batch: a client that runs each access after the previous
+	// one's set would hit there. Hits+RepeatMisses over Accesses is the
+	// hit ratio of such a client (to compare with one-request-at-a-time
+	// replays).
+	RepeatMisses int64 `json:"repeat_misses"`
 	// Sets is the number of sets sent: one per distinct key missed in a
 	// batch. SetsRefused of them were answered SERVER_ERROR or NOT_STORED
 	// (a server that could not make room).
@@ -233,7 +239,9 @@ func (c *client) count(n int) {
 			}
 			continue
 		}
-		if _, dup := c.missed[k]; !dup {
+		if _, dup := c.missed[k]; dup {
+			c.res.RepeatMisses++
+		} else {
 			c.missed[k] = struct{}{}
 			c.misses = append(c.misses, k)
 		}

@@ -137,7 +137,9 @@ func model(keys []uint64, batch int, warmup int64, refused func(uint64) bool) Re
 				if int64(j) >= warmup {
 					r.MeasuredHits++
 				}
-			} else if !contains(miss, k) {
+			} else if contains(miss, k) {
+				r.RepeatMisses++
+			} else {
 				miss = append(miss, k)
 			}
 		}
