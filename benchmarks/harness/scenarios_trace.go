@@ -200,8 +200,9 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 				"`hit vs mc` is the hit ratio minus memcached's at the same `-m`. `items`, `stats MB` and " +
 				"`evictions` are the server's `curr_items`, `bytes` and `evictions` after the replay; `peak/item B` " +
 				"is peak RSS over `curr_items`.",
-			"Hit ratio does not depend on concurrency: one connection replays the trace in order, so the result " +
-				"is deterministic for a given server policy.",
+			"Hit ratio does not depend on concurrency: one connection replays the trace in order. The servers' " +
+				"background work (memcached's LRU maintainer thread, the Go collector) still moves it by about " +
+				"0.001 between repetitions.",
 		},
 		XLabel:         "-m (MB)",
 		ServerPerPoint: true,
@@ -235,11 +236,13 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 			colRate("req/s", "replay"), colErrors("replay"),
 		},
 		XYPlots: []XYPlot{
-			{Name: "hit-rss", Title: "trace: hit ratio against server peak RSS (one point per -m)",
+			{Name: "hit-rss", Title: fmt.Sprintf("%s, %s B values: hit ratio against server peak RSS",
+				plotName(spec), thousands(float64(o.ValueSize))),
 				XAxis: "server peak RSS, MB (VmHWM)", YAxis: "hit ratio (whole trace)",
 				X: func(r *Row) float64 { return r.Phase("replay").PeakMB.Median },
 				Y: func(r *Row) float64 { return r.Phase("replay").HitPct.Median / 100 }},
-			{Name: "hit-m", Title: "trace: hit ratio against -m",
+			{Name: "hit-m", Title: fmt.Sprintf("%s, %s B values: hit ratio against -m",
+				plotName(spec), thousands(float64(o.ValueSize))),
 				XAxis: "-m (MB)", YAxis: "hit ratio (whole trace)",
 				X: func(r *Row) float64 { return r.X },
 				Y: func(r *Row) float64 { return r.Phase("replay").HitPct.Median / 100 }},
@@ -263,6 +266,14 @@ func traceTitle(s trace.Spec) string {
 			thousands(float64(s.Requests)))
 	}
 	return fmt.Sprintf("ARC trace %s (Megiddo and Modha, FAST 2003)", strings.TrimSuffix(filepath.Base(s.Path), ".zst"))
+}
+
+// plotName names a trace in a plot title, with the ARC citation for a file.
+func plotName(s trace.Spec) string {
+	if s.IsZipf() {
+		return fmt.Sprintf("Zipf(%g), %s keys", s.Theta, thousands(float64(s.Keys)))
+	}
+	return fmt.Sprintf("trace %s (ARC; Megiddo and Modha, FAST 2003)", strings.TrimSuffix(filepath.Base(s.Path), ".zst"))
 }
 
 // traceOptionsOf recovers the options a trace scenario's points were made
