@@ -49,15 +49,17 @@ func New(cfg Config) (*Cache, error) {
 		seed:             c.seed,
 		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
-		maxCap:           fitCapacity(budget, int64(sizeClass(hdrSize+1))), // minimal items
+		maxCap:           int(budget / (int64(sizeClass(hdrSize+1)) + mainEntryBytes())), // minimal items
 		maxPage:          page,
 		maxChunk:         min(page/4, maxSmall),
+		windowPercent:    int64(cmp.Or(cfg.WindowPercent, defaultWindowPercent)),
 		disableEvictions: cfg.DisableEvictions,
 	}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.cfg, s.slab = scfg, make([]slabClass, len(slabSizes))
-		s.newIndexLocked(min(initialCapacity, scfg.maxCap/4))
+		s.keep = noHandle
+		s.newMainLocked(min(initialCapacity, scfg.maxCap/4))
 	}
 	runtime.AddCleanup(c, unmapPages, c.shards)
 	return c, nil
@@ -97,7 +99,7 @@ type GetOptions struct {
 func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, _, r := s.findLocked(h, key)
+	_, r := s.findLocked(h, key)
 	s.countLookupLocked(opt.Touch, r != nil)
 	if r == nil {
 		return dst, false
