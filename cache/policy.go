@@ -8,13 +8,7 @@ import (
 	"github.com/dgryski/go-tinylfu"
 )
 
-// The policy (see the package comment's Policy): a new item enters the shard's window, a CLOCK
-// queue of chunk handles (a hit while in the window sets stRef; the queue's tail gets a second
-// chance for it). When room is needed, the window's tail is offered to the main space, a
-// go-tinylfu of capacity items; once that is full, every offer makes go-tinylfu drop exactly one
-// entry, the newcomer or its own victim, through onEvict: the one way a live item is evicted.
-// Every lookup counts in go-tinylfu's frequency sketch (a Get of a key it does not hold only
-// counts), so a window item offered to the main space competes with its real history.
+// The policy: a window in front of go-tinylfu (see the package comment's Policy).
 
 const (
 	minCapacity     = 16  // smallest main space; tinylfu needs a few slots for its segments
