@@ -59,7 +59,11 @@ func New(cfg Config) (*Cache, error) {
 		s := &c.shards[i]
 		s.cfg, s.slab = scfg, make([]slabClass, len(slabSizes))
 		s.keep = noHandle
-		s.newMainLocked(min(initialCapacity, scfg.maxCap/4))
+		if cfg.DisableEvictions {
+			s.newMainLocked(minCapacity) // nothing is offered to it: it only counts
+		} else {
+			s.newMainLocked(min(initialCapacity, scfg.maxCap/4))
+		}
 	}
 	runtime.AddCleanup(c, unmapPages, c.shards)
 	return c, nil

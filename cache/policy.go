@@ -205,14 +205,15 @@ func (s *shard) targetCapacity() int {
 }
 
 // maintainLocked runs after every store: every quarter of the capacity in stores it resizes the
-// main space to its share when that has moved by an eighth (growing only a full one), or drops
+// main space to its share when that has moved by an eighth (growing a full one, or one about to
+// be, see growsEarlyLocked), or drops
 // its stale entries once they are a quarter of it; then it releases pages while the shard is
 // over its budget.
 func (s *shard) maintainLocked() {
 	if s.writes++; s.writes >= max(s.capacity/4, 64) && !s.cfg.disableEvictions {
 		c, target := s.capacity, s.targetCapacity()
 		switch {
-		case (target > c+c/8 && s.entries >= c) || target < c-c/8:
+		case target > c+c/8 && (s.entries >= c || s.growsEarlyLocked(target)), target < c-c/8:
 			s.rebuildLocked(target)
 		case s.entries-(s.n-s.wn) >= c/4:
 			s.rebuildLocked(c)
@@ -220,6 +221,15 @@ func (s *shard) maintainLocked() {
 		s.writes = 0
 	}
 	s.fitLocked(noHandle, 0) // a larger main space makes room through the policy
+}
+
+// growsEarlyLocked reports whether the main space should grow to target before it is full: once
+// the shard is half full and the window holds more than its share, while the budget has room.
+// A rebuild loses the frequency history, so the main space had better have its size before the
+// items it will hold have a history; a shard that never fills keeps a small one.
+func (s *shard) growsEarlyLocked(target int) bool {
+	return s.used()*2 > s.cfg.budget && s.wbytes*100 > s.cfg.budget*s.cfg.windowPercent &&
+		s.used()+mainBytes(target)-s.mainBytes <= s.cfg.budget
 }
 
 // rebuildLocked replaces the main space with one of the given capacity and re-adds the live
