@@ -122,7 +122,7 @@ func (s *shard) enterWindowLocked(j uint32, r record) {
 	s.wn++
 	s.wbytes += int64(cap(r))
 	if s.win.n == len(s.win.buf) && s.win.n > 2*s.wn+64 {
-		s.compactWindowLocked()
+		s.compactWindowLocked() // rather than grow
 	}
 	s.win.push(j)
 }
@@ -173,21 +173,19 @@ func (s *shard) offerLocked(h uint64) {
 	}
 }
 
-// compactWindowLocked drops the window queue's stale and duplicate entries (a chunk freed and
-// taken by a new window record is queued twice), keeping the order.
+// compactWindowLocked drops the window queue's stale entries, in place, keeping the order. (A
+// chunk freed and taken by a new window record may stay queued twice: its older entry only
+// brings its turn forward.)
 func (s *shard) compactWindowLocked() {
-	kept := make([]uint32, 0, 1<<bits.Len(uint(max(2*s.wn, 16))))
-	seen := make(map[uint32]struct{}, s.wn)
-	for s.win.n > 0 {
-		j := s.win.pop()
-		if _, dup := seen[j]; !dup {
-			if r := s.liveAt(j); r != nil && r.state()&stMain == 0 {
-				seen[j] = struct{}{}
-				kept = append(kept, j)
-			}
+	q, kept := &s.win, 0
+	for i := range q.n {
+		j := q.buf[(q.head+i)&(len(q.buf)-1)]
+		if r := s.liveAt(j); r != nil && r.state()&stMain == 0 {
+			q.buf[(q.head+kept)&(len(q.buf)-1)] = j
+			kept++
 		}
 	}
-	s.win = ring{buf: kept[:cap(kept)], n: len(kept)}
+	q.n = kept
 }
 
 // targetCapacity is the main space's item count that fills its share of the shard (all but
@@ -206,9 +204,8 @@ func (s *shard) targetCapacity() int {
 
 // maintainLocked runs after every store: every quarter of the capacity in stores it resizes the
 // main space to its share when that has moved by an eighth (growing a full one, or one about to
-// be, see growsEarlyLocked), or drops
-// its stale entries once they are a quarter of it; then it releases pages while the shard is
-// over its budget.
+// be, see growsEarlyLocked), or drops its stale entries once they are a quarter of it; then it
+// makes room while the shard is over its budget.
 func (s *shard) maintainLocked() {
 	if s.writes++; s.writes >= max(s.capacity/4, 64) && !s.cfg.disableEvictions {
 		c, target := s.capacity, s.targetCapacity()

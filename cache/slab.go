@@ -31,17 +31,16 @@ type slabClass struct {
 	nfree   int    // free chunks
 	carving int    // the page whose uncarved tail the class uses next, + 1 (0: none)
 	pages   int    // pages of the class
-	evicted int    // byte-pressure evictions since the class last looked for a page to take
 }
 
 // maxSmall is the largest chunk of a slab class; a larger record is a heap buffer of its own,
 // rounded to the Go allocator's 8 KiB pages.
 const maxSmall = 32 << 10
 
-// slabSizes lists the chunk size of each slab class: every multiple of 8 bytes up to 128, then
-// steps of a sixteenth (so a record wastes at most 6.25% of its chunk, 3% on average; Go's own
-// size classes and memcached's factor 1.25 waste up to 12.5% and 25%). classOf[(n+7)/8] is the
-// class of an n-byte record, n <= maxSmall.
+// slabSizes lists the chunk size of each slab class: every multiple of 8 bytes up to 256, then
+// steps of a thirty-second (a record wastes at most 3% of its chunk; Go's own size classes and
+// memcached's factor 1.25 waste up to 12.5% and 25%). classOf[(n+7)/8] is the class of an
+// n-byte record, n <= maxSmall.
 var slabSizes, classOf = func() ([]int, []uint8) {
 	var sizes []int
 	for n := 8; n <= maxSmall; n += max(8, n/32&^7) {
