@@ -146,8 +146,8 @@ func checkInvariants(t testing.TB, c *Cache) {
 			t.Errorf("shard %d: count %d bytes %d recBytes %d pageBytes %d, walked %d, %d, %d and %d",
 				i, s.n, s.bytes, s.recBytes, s.pageBytes, n, size, recBytes, pageBytes)
 		}
-		if s.used() > s.cfg.budget {
-			t.Errorf("shard %d: used %d over budget %d", i, s.used(), s.cfg.budget)
+		if s.used() > s.budget {
+			t.Errorf("shard %d: used %d over budget %d", i, s.used(), s.budget)
 		}
 		if s.entries < mainItems || s.entries > s.capacity {
 			t.Errorf("shard %d: entries %d, main items %d, capacity %d", i, s.entries, mainItems, s.capacity)
@@ -159,8 +159,8 @@ func checkInvariants(t testing.TB, c *Cache) {
 		total += s.used()
 		s.mu.Unlock()
 	}
-	if total > c.limit {
-		t.Errorf("used %d over limit %d", total, c.limit)
+	if total > c.limit.Load() {
+		t.Errorf("used %d over limit %d", total, c.limit.Load())
 	}
 }
 

@@ -194,7 +194,7 @@ func (s *shard) targetCapacity() int {
 	if s.n == 0 {
 		return s.capacity
 	}
-	room := s.cfg.budget - s.idx.bytes() - s.win.bytes()
+	room := s.budget - s.idx.bytes() - s.win.bytes()
 	share := room / 100 * int64(100-s.cfg.windowPercent)
 	per := s.recBytes/int64(s.n) + s.mainBytes/int64(s.capacity)
 	t := min(max(int(share/per), minCapacity), s.cfg.maxCap)
@@ -225,8 +225,8 @@ func (s *shard) maintainLocked() {
 // A rebuild loses the frequency history, so the main space had better have its size before the
 // items it will hold have a history; a shard that never fills keeps a small one.
 func (s *shard) growsEarlyLocked(target int) bool {
-	return s.used()*2 > s.cfg.budget && s.wbytes*100 > s.cfg.budget*s.cfg.windowPercent &&
-		s.used()+mainBytes(target)-s.mainBytes <= s.cfg.budget
+	return s.used()*2 > s.budget && s.wbytes*100 > s.budget*s.cfg.windowPercent &&
+		s.used()+mainBytes(target)-s.mainBytes <= s.budget
 }
 
 // rebuildLocked replaces the main space with one of the given capacity and re-adds the live

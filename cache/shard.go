@@ -17,6 +17,7 @@ type shard struct {
 	mu sync.Mutex
 
 	// All fields below are guarded by mu.
+	budget    int64                        // bytes: MaxBytes / shards
 	idx       index                        // key hash -> chunk (index.go)
 	main      *tinylfu.T[uint64, struct{}] // the main space's policy (policy.go)
 	win       ring                         // the window's CLOCK queue of chunks
@@ -52,7 +53,6 @@ type shard struct {
 // shardConfig holds the read-only settings every shard uses.
 type shardConfig struct {
 	seed             maphash.Seed
-	budget           int64 // bytes per shard
 	maxItem          int64 // largest item size (key+value+ItemOverhead)
 	maxCap           int   // largest main capacity: the budget filled with minimal items
 	maxPage          int   // largest slab page

@@ -143,7 +143,7 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 		if cl != large {
 			need = s.nextPage(cl)
 		}
-		if s.used()+int64(need) <= s.cfg.budget && len(s.pages)-len(s.unused) < maxPages {
+		if s.used()+int64(need) <= s.budget && len(s.pages)-len(s.unused) < maxPages {
 			if p := s.newPageLocked(cl, need); cl == large {
 				return handle(p, 0), true
 			}
@@ -275,7 +275,7 @@ func (s *shard) makeRoomLocked(cl int, keep uint32) bool {
 // fitLocked makes room until the shard has extra bytes left in its budget, never evicting the
 // record in chunk keep, and reports whether it has.
 func (s *shard) fitLocked(keep uint32, extra int64) bool {
-	for s.used()+extra > s.cfg.budget {
+	for s.used()+extra > s.budget {
 		if !s.makeRoomLocked(large, keep) {
 			return false
 		}

@@ -76,7 +76,7 @@ func (s *shard) statsLocked() Stats {
 func (c *Cache) Stats() Stats {
 	st := Stats{
 		CmdFlush:      c.cmdFlush.Load(),
-		LimitMaxbytes: uint64(c.limit),
+		LimitMaxbytes: uint64(c.limit.Load()),
 		Shards:        uint64(len(c.shards)),
 	}
 	for i := range c.shards {
@@ -114,7 +114,7 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 		for _, r := range s.records {
 			oldest = min(oldest, int64(r.atime()))
 		}
-		dst = append(dst, ShardStats{Shard: i, Budget: uint64(s.cfg.budget), Age: now - oldest,
+		dst = append(dst, ShardStats{Shard: i, Budget: uint64(s.budget), Age: now - oldest,
 			Stats: s.statsLocked()})
 		s.mu.Unlock()
 	}
