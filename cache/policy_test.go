@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 )
@@ -178,4 +179,48 @@ func TestMainCharge(t *testing.T) {
 			t.Errorf("capacity %d: main space holds %d bytes, charged %d", c, got, want)
 		}
 	}
+}
+
+// TestPolicyChurnInvariants drives one small shard through random stores of varied sizes, reads,
+// deletes, appends, expiry and limit changes, so that the window, the main space, page rescue and
+// the retry path all run, and checks every invariant along the way.
+func TestPolicyChurnInvariants(t *testing.T) {
+	c, clk := newTestCache(t, Config{MaxBytes: 256 << 10, MaxItemSize: 4096, Shards: 1})
+	rng := rand.New(rand.NewPCG(7, 8))
+	val := make([]byte, 4000)
+	for i := range 60_000 {
+		key := fmt.Appendf(nil, "k%d", int(rng.ExpFloat64()*800)%5000)
+		switch r := rng.IntN(100); {
+		case r < 45:
+			c.Get(nil, key, GetOptions{}, valueAppender{})
+		case r < 85:
+			size := 10 + rng.IntN(300)
+			if rng.IntN(10) == 0 {
+				size = rng.IntN(4000)
+			}
+			c.Store(Set, key, val[:size], 0, int64(rng.IntN(3)*rng.IntN(30)), 0)
+		case r < 92:
+			c.Delete(key)
+		case r < 97:
+			c.Store(Append, key, val[:rng.IntN(50)], 0, 0, 0)
+		case r < 98:
+			clk.Advance(1)
+		default:
+			c.Maintain(200)
+		}
+		if i == 30_000 {
+			if err := c.SetMemoryLimit(128 << 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%2000 == 0 {
+			checkInvariants(t, c)
+			if t.Failed() {
+				t.Fatalf("after %d operations", i)
+			}
+		}
+	}
+	checkInvariants(t, c)
+	st := c.Stats()
+	t.Logf("items %d (window %d), evictions %d, by pages %d, rebuilds %d", st.CurrItems, st.WindowItems, st.Evictions, st.ByteEvictions, st.Rebuilds)
 }
