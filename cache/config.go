@@ -33,7 +33,7 @@ type Config struct {
 	Shards           int   // power of two; 0 = DefaultShards; lowered until one item of MaxItemSize fits a shard
 	DisableEvictions bool  // -M: a store that needs room fails with NoMemory instead of evicting
 	DisableCAS       bool  // -C: cas ids are reported as 0 and a cas command on a live item is Exists (memcached -C)
-	WindowPercent    int   // the window's share of each shard, 1-99 (see the package comment's Policy); 0 = 40
+	WindowPercent    int   // the window's share of each shard, 1-99 (see the package comment's Policy); 0 = 60
 	Clock            Clock // nil = SystemClock()
 }
 

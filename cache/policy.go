@@ -15,7 +15,7 @@ const (
 	initialCapacity = 256 // main space of a new shard; grown to its share as items arrive
 	// WindowPercent's default: the window takes the rest of the shard once the main space holds
 	// its share. See docs/benchmarks.md, "Hit ratio per byte", for how it was chosen.
-	defaultWindowPercent = 40
+	defaultWindowPercent = 60
 )
 
 // samples is tinylfu's sample size (Gets between counter halvings) for a capacity: 6.5 per slot
@@ -221,12 +221,11 @@ func (s *shard) maintainLocked() {
 }
 
 // growsEarlyLocked reports whether the main space should grow to target before it is full: once
-// the shard is half full and the window holds more than its share, while the budget has room.
-// A rebuild loses the frequency history, so the main space had better have its size before the
-// items it will hold have a history; a shard that never fills keeps a small one.
+// the shard is half full, while the budget has room. A rebuild loses the frequency history, so
+// the main space had better have its size before the items it will hold have a history; a shard
+// that never fills half its budget keeps a small one.
 func (s *shard) growsEarlyLocked(target int) bool {
-	return s.used()*2 > s.budget && s.wbytes*100 > s.budget*s.cfg.windowPercent &&
-		s.used()+mainBytes(target)-s.mainBytes <= s.budget
+	return s.used()*2 > s.budget && s.used()+mainBytes(target)-s.mainBytes <= s.budget
 }
 
 // rebuildLocked replaces the main space with one of the given capacity and re-adds the live
