@@ -76,6 +76,13 @@ type Config struct {
 	TLS          bool
 	NapiIDs      int
 
+	// Extstore lists the -o ext_* options given (memcached's external
+	// storage), which stop tandem at start: see unservable.
+	Extstore []string
+	// ListenDefault says no -l was given: tandem listens on 127.0.0.1 where
+	// memcached listens on every interface, and says so at start.
+	ListenDefault bool
+
 	// Warnings lists accepted but unsupported settings, logged once at start.
 	Warnings []string
 }
@@ -221,6 +228,11 @@ func (c *Config) unservable() []error {
 	}
 	if c.MemoryFile != "" {
 		errs = append(errs, errors.New("-e: a memory file (restartable cache) is not supported by tandem; items live in process memory only"))
+	}
+	if len(c.Extstore) > 0 {
+		errs = append(errs, fmt.Errorf("-o %s: external storage (extstore) is not supported by tandem; "+
+			"starting RAM-only would silently lose the capacity it was given on disk. "+
+			"Size -m for the items instead, or keep memcached for an extstore cache", strings.Join(c.Extstore, ",")))
 	}
 	if c.SASL && c.AuthFile == "" {
 		errs = append(errs, errors.New("-S: SASL needs credentials in tandem: give them with -Y/--auth-file (user:password lines; SASL PLAIN)"))

@@ -9,8 +9,9 @@ import (
 
 // extendedKeys are the -o keys memcached 1.6.18 accepts (Debian's build,
 // with TLS and extstore), with what tandem makes of each. Keys tandem acts
-// on are handled in applyExtended; the others are accepted with the
-// warning given here.
+// on are handled in applyExtended; the extstore keys (ext_*) are refused
+// (see Config.unservable); the others are accepted with the warning given
+// here.
 var extendedKeys = map[string]string{
 	"maxconns_fast":           "",
 	"no_maxconns_fast":        "tandem always answers a connection over -c with an error and closes it",
@@ -52,20 +53,20 @@ var extendedKeys = map[string]string{
 	"resp_obj_mem_limit":      "deprecated in memcached too",
 	"read_buf_mem_limit":      "",
 	"sock_cookie_id":          "tandem does not set socket cookies",
-	"ext_path":                "tandem has no external storage; items stay within -m in memory",
-	"ext_page_size":           "tandem has no external storage",
-	"ext_wbuf_size":           "tandem has no external storage",
-	"ext_threads":             "tandem has no external storage",
-	"ext_io_depth":            "tandem has no external storage",
-	"ext_item_size":           "tandem has no external storage",
-	"ext_item_age":            "tandem has no external storage",
-	"ext_low_ttl":             "tandem has no external storage",
-	"ext_drop_unread":         "tandem has no external storage",
-	"ext_recache_rate":        "tandem has no external storage",
-	"ext_compact_under":       "tandem has no external storage",
-	"ext_drop_under":          "tandem has no external storage",
-	"ext_max_frag":            "tandem has no external storage",
-	"ext_max_sleep":           "tandem has no external storage",
+	"ext_path":                "external storage (extstore): refused",
+	"ext_page_size":           "external storage (extstore): refused",
+	"ext_wbuf_size":           "external storage (extstore): refused",
+	"ext_threads":             "external storage (extstore): refused",
+	"ext_io_depth":            "external storage (extstore): refused",
+	"ext_item_size":           "external storage (extstore): refused",
+	"ext_item_age":            "external storage (extstore): refused",
+	"ext_low_ttl":             "external storage (extstore): refused",
+	"ext_drop_unread":         "external storage (extstore): refused",
+	"ext_recache_rate":        "external storage (extstore): refused",
+	"ext_compact_under":       "external storage (extstore): refused",
+	"ext_drop_under":          "external storage (extstore): refused",
+	"ext_max_frag":            "external storage (extstore): refused",
+	"ext_max_sleep":           "external storage (extstore): refused",
 	"ssl_chain_cert":          "TLS (-Z) is not supported",
 	"ssl_key":                 "TLS (-Z) is not supported",
 	"ssl_keyformat":           "TLS (-Z) is not supported",
@@ -90,6 +91,9 @@ func (c *Config) applyExtended() error {
 			case k == "":
 			case !known:
 				return fmt.Errorf("-o: unknown option %q (memcached 1.6.18 has no such key)", kv)
+			case strings.HasPrefix(k, "ext_"):
+				// Refused in Validate (see unservable), as -e is.
+				c.Extstore = append(c.Extstore, kv)
 			case k == "idle_timeout":
 				secs, err := strconv.Atoi(v)
 				if err != nil || secs < 0 {

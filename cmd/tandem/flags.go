@@ -100,7 +100,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.ShowLicense, "license", "i", false, "print tandem's license and exit")
 
 	// memcached's, without effect.
-	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does; every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
+	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does; the extstore keys (ext_*) are refused, every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
 	fs.Float64VarP(&c.GrowthFactor, "slab-growth-factor", "f", 1.25, "slab chunk growth factor (no slabs in tandem)")
 	fs.IntVarP(&c.SlabMinSize, "slab-min-size", "n", 48, "minimum slab chunk bytes (no slabs in tandem)")
 	fs.BoolVarP(&c.LargePages, "enable-largepages", "L", false, "large memory pages (not used)")
@@ -160,6 +160,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, err
 	}
 	c.DetailEnabled = fs.Changed("prefix-delimiter")
+	c.ListenDefault = !fs.Changed("listen")
 	c.collectWarnings(fs)
 	return c, fs, nil
 }

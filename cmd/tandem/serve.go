@@ -38,7 +38,7 @@ func serve(cfg *Config) int {
 	}
 	defer sink.close()
 	daemon := isDaemonChild()
-	if daemon && sink.file != nil {
+	if daemon && sink.logFile() != nil {
 		// Until it is ready, the daemon also logs to the waiting command.
 		sink.set(io.MultiWriter(sink.file, os.Stderr))
 	}
@@ -177,8 +177,9 @@ func serve(cfg *Config) int {
 	defer met.stop()
 
 	// Signals are caught before the server listens, so that none sent once
-	// it is reachable can kill it. SIGHUP does not stop tandem (it has no
-	// configuration to reload); SIGUSR1 is memcached 1.6's graceful stop.
+	// it is reachable can kill it. SIGHUP does not stop tandem: it reopens
+	// --log-file (log rotation; tandem has no configuration to reload);
+	// SIGUSR1 is memcached 1.6's graceful stop.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -210,6 +211,9 @@ func serve(cfg *Config) int {
 		Int("pid", os.Getpid()).
 		Str("version", version).
 		Msg("tandem listening")
+	if cfg.ListenDefault && cfg.UnixSocket == "" {
+		logListenDefault(log, srv.Addrs())
+	}
 	if daemon {
 		if err := detachDaemon(sink); err != nil {
 			log.Error().Err(err).Msg("cannot detach the daemon")
@@ -222,7 +226,7 @@ wait:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				log.Info().Str("signal", sig.String()).Msg("signal ignored: tandem has no configuration to reload")
+				reopenLog(log, sink)
 				continue
 			}
 			log.Info().Str("signal", sig.String()).Msg("shutting down")
