@@ -212,7 +212,6 @@ var inertFlags = []struct {
 	{[]string{"-f", "1.5"}, "-f: "},
 	{[]string{"-n", "64"}, "-n: "},
 	{[]string{"-L"}, "-L: "},
-	{[]string{"-W"}, "-W: "},
 	{[]string{"-N", "2"}, "-N: "},
 	{[]string{"-a", "755"}, "-a: "},
 }

@@ -126,8 +126,10 @@ func serve(cfg *Config) int {
 			}
 			return reactor.Conns(srv)
 		},
-		OnShutdown:  func() { stop <- struct{}{} },
-		OnVerbosity: func(level int) { setVerbosity(cfg, level) },
+		DisableWatch:  cfg.DisableWatch,
+		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
+		OnShutdown:    func() { stop <- struct{}{} },
+		OnVerbosity:   func(level int) { setVerbosity(cfg, level) },
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the handler")
