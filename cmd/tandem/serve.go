@@ -172,7 +172,8 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the server")
 		return exitFailure
 	}
-	if err := met.start(log, metricsSources{Handler: h, Cache: c}); err != nil {
+	src := metricsSources{Handler: h, Cache: c, Settings: func() []handler.Setting { return settings(cfg, h.Live()) }}
+	if err := met.start(log, src); err != nil {
 		log.Error().Err(err).Str("addr", cfg.MetricsListen).Msg("cannot start the metrics endpoint")
 		return exitFailure
 	}

@@ -153,6 +153,10 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// Live returns the settings commands change at run time, as "stats
+// settings" reports them.
+func (h *Handler) Live() Live { return h.live() }
+
 // live returns the run-time settings.
 func (h *Handler) live() Live {
 	return Live{
