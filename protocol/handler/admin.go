@@ -123,8 +123,8 @@ func (h *Handler) setMemlimit(arg []byte) string {
 	case mb > 1_000_000_000:
 		return replyMemlimitMegabytes
 	}
-	lim, ok := any(h.cfg.Cache).(MemoryLimiter)
-	if !ok {
+	lim := h.limiter
+	if lim == nil {
 		return replyMemlimitCannotDoIt
 	}
 	bytes := int64(mb) << 20

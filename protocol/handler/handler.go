@@ -120,6 +120,9 @@ type Handler struct {
 	dumpsRunning atomic.Int64 // lru_crawler metadumps unfinished
 	watch        logBroker    // the watch command's watchers
 
+	// limiter is the cache as a MemoryLimiter, nil while the cache cannot
+	// change its limit at run time (tests set a fake).
+	limiter       MemoryLimiter
 	memLimit      atomic.Int64  // -m in bytes as cache_memlimit set it; 0 = unchanged
 	automove      atomic.Int32  // slabs automove level
 	automoveRatio atomic.Uint64 // slabs automove ratio, float64 bits
@@ -147,6 +150,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, started: cfg.Now(), pid: os.Getpid(), dumpLimit: DumpLimit}
 	h.verbosity.Store(int64(cfg.Verbosity))
+	h.limiter, _ = any(cfg.Cache).(MemoryLimiter)
 	h.automove.Store(1)
 	h.automoveRatio.Store(math.Float64bits(0.8))
 	h.prefixes.init(cfg.PrefixDelimiter, cfg.DetailEnabled)
