@@ -27,7 +27,7 @@ func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, boo
 		}
 		outcome, _ := c.Store(storeModes[r.Cmd], r.Key, r.Data, r.Flags, r.Exptime, r.CAS)
 		if h.watch.on(watchMutations) {
-			h.watchStore(cfd, r.Cmd, r.Key, storeStatus(outcome), r.Exptime, r.Flags, len(r.Data))
+			h.watchStore(cfd, storeModeNames[storeModes[r.Cmd]], r.Key, storeStatus(outcome), r.Exptime, r.Flags, len(r.Data))
 		}
 		return reply(out, r.Noreply, storeReply(outcome)), false
 	case protocol.CmdDelete:
@@ -77,7 +77,7 @@ func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, boo
 		}
 		return out, true
 	case protocol.CmdMetaGet, protocol.CmdMetaSet, protocol.CmdMetaDelete, protocol.CmdMetaArithmetic, protocol.CmdMetaDebug:
-		return h.metaExec(r, out), false
+		return h.metaExec(r, out, cfd), false
 	case protocol.CmdMetaNoop:
 		return append(out, "MN\r\n"...), false
 	case protocol.CmdBinary:

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"cmp"
 	"net"
 	"strconv"
 	"sync"
@@ -20,8 +21,9 @@ import (
 //	ts=... gid=... type=conn_new rip=<ip> rport=<port> transport=tcp|local cfd=<fd>
 //	ts=... gid=... type=conn_close rip=<ip> rport=<port> transport=tcp|local reason=normal cfd=<fd>
 //
-// fetchers selects item_get (every key a command looks up), mutations
-// item_store, connevents conn_new and conn_close. evictions, rawcmds,
+// fetchers selects item_get (every key a classic or meta command looks up),
+// mutations item_store (classic storage commands and ms), connevents
+// conn_new and conn_close; the binary protocol is not logged. evictions, rawcmds,
 // sysevents and the proxy flags are accepted, as memcached accepts them, but
 // produce nothing: the cache reports no evictions one by one, and tandem has
 // neither memcached's raw command log, its background threads nor its
@@ -337,26 +339,23 @@ func (h *Handler) watchGet(cfd int, key []byte, found, known bool, flags uint32,
 	h.watch.emit(watchFetchers, append(b, '\n'))
 }
 
-// storeCmdNames name a store's command as memcached's item_store line does.
-var storeCmdNames = [...]string{
-	protocol.CmdSet: "set", protocol.CmdAdd: "add", protocol.CmdReplace: "replace",
-	protocol.CmdAppend: "append", protocol.CmdPrepend: "prepend", protocol.CmdCas: "cas",
+// storeModeNames name a store's mode as memcached's item_store line does
+// (ms names its mode the same way).
+var storeModeNames = [...]string{
+	cache.Set: "set", cache.Add: "add", cache.Replace: "replace",
+	cache.Append: "append", cache.Prepend: "prepend", cache.CAS: "cas",
 }
 
 // watchStore reports a store of value length nvalue: its outcome's status,
 // the command, the TTL in seconds (0 for none), memcached's class and the
 // value length (for append and prepend, the appended bytes: the cache does
 // not report the combined length).
-func (h *Handler) watchStore(cfd int, cmd protocol.Command, key []byte, status string, exptime int64, flags uint32, nvalue int) {
+func (h *Handler) watchStore(cfd int, cmd string, key []byte, status string, exptime int64, flags uint32, nvalue int) {
 	var buf [512]byte
 	b := append(buf[:0], "type=item_store key="...)
 	b = protocol.AppendURIEncoded(b, key)
 	b = append(append(b, " status="...), status...)
-	name := "set"
-	if int(cmd) < len(storeCmdNames) && storeCmdNames[cmd] != "" {
-		name = storeCmdNames[cmd]
-	}
-	b = append(append(b, " cmd="...), name...)
+	b = append(append(b, " cmd="...), cmp.Or(cmd, "set")...)
 	b = strconv.AppendUint(append(b, " ttl="...), uint64(watchTTL(exptime, h.cfg.Now().Unix())), 10)
 	b = strconv.AppendInt(append(b, " clsid="...), int64(slabClass(itemTotal(len(key), flags, nvalue, !h.cfg.DisableCAS))), 10)
 	b = strconv.AppendInt(append(b, " cfd="...), int64(cfd), 10)
