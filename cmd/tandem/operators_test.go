@@ -149,3 +149,34 @@ func TestNoMisleadingLogLines(t *testing.T) {
 		}
 	})
 }
+
+// TestDaemonLogReopenedOnSIGHUP rotates a daemon's --log-file: after
+// rename + SIGHUP the log and the daemon's standard error (where a crash
+// prints) are the new file.
+func TestDaemonLogReopenedOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	port := testenv.FreePort(t)
+	pidFile, logFile := filepath.Join(dir, "tandem.pid"), filepath.Join(dir, "tandem.log")
+	if _, stderr, code := runTandem(t, "-d", "-p", strconv.Itoa(port), "-P", pidFile, "--log-file", logFile, "--log-format", "json"); code != 0 {
+		t.Fatalf("tandem -d: exit %d\n%s", code, stderr)
+	}
+	pid := readPidFile(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if err := os.Rename(logFile, logFile+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
+	if !waitFor(20*time.Second, func() bool { return strings.Contains(read(logFile), "log file reopened") }) {
+		t.Fatalf("no new log file after rename + SIGHUP; old one:\n%s", read(logFile+".1"))
+	}
+	if target, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/2"); target != logFile {
+		t.Errorf("daemon standard error is %q after the rotation, want %s", target, logFile)
+	}
+	stopDaemon(t, pid, syscall.SIGUSR1)
+	if !strings.Contains(read(logFile), `"message":"stopped"`) || strings.Contains(read(logFile+".1"), `"message":"stopped"`) {
+		t.Errorf("the stop was not logged in the new file only")
+	}
+}
