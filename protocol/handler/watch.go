@@ -100,7 +100,8 @@ type watcher struct {
 // on reports whether some watcher wants events of flag.
 func (b *logBroker) on(flag uint32) bool { return b.mask.Load()&flag != 0 }
 
-// add registers a watcher and starts its goroutine; it fails at the limit.
+// add registers a watcher; it fails at the limit. Lines for it are
+// buffered from then on; start begins pushing them.
 func (b *logBroker) add(w *watcher) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -109,9 +110,11 @@ func (b *logBroker) add(w *watcher) bool {
 	}
 	b.watchers = append(b.watchers, w)
 	b.setMaskLocked()
-	go b.run(w)
 	return true
 }
+
+// start runs w's goroutine, which pushes its lines until w is removed.
+func (b *logBroker) start(w *watcher) { go b.run(w) }
 
 // remove unregisters w and stops its goroutine; removing twice is harmless.
 func (b *logBroker) remove(w *watcher) {
@@ -270,14 +273,17 @@ func (s *Session) watchCmd(r *protocol.Request, out []byte) []byte {
 		return fail(replyWatchFailed)
 	}
 	w := &watcher{flags: flags, push: s.push, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	if !s.h.watch.add(w) {
+		return fail(replyWatchTooMany)
+	}
+	// OK goes out through push before the watcher's goroutine starts, so
+	// that no line can overtake it; lines of events meanwhile wait in its
+	// buffer.
 	if _, err := s.push([]byte(protocol.RespOK)); err != nil {
+		s.h.watch.remove(w)
 		return out
 	}
-	if !s.h.watch.add(w) {
-		// memcached checks the limit before it answers OK; tandem sends OK
-		// first so that no line can overtake it.
-		_, _ = s.push([]byte(replyWatchTooMany + "\r\n"))
-	}
+	s.h.watch.start(w)
 	s.watcher = w
 	return out
 }

@@ -93,13 +93,13 @@ func TestWatchLimit(t *testing.T) {
 		s := h.NewSession("127.0.0.1:5000")
 		f := newFakeConn()
 		s.SetPush(i, f.push)
-		run(s, "watch\r\n")
-		want := "OK\r\n"
+		got, _ := run(s, "watch\r\n")
+		wantReply, wantPushed := "", "OK\r\n"
 		if i == watcherLimit {
-			want = "OK\r\nWATCHER_TOO_MANY log watcher limit reached\r\n"
+			wantReply, wantPushed = "WATCHER_TOO_MANY log watcher limit reached\r\n", ""
 		}
-		if f.String() != want {
-			t.Fatalf("watcher %d: %q, want %q", i, f.String(), want)
+		if got != wantReply || f.String() != wantPushed {
+			t.Fatalf("watcher %d: replied %q, pushed %q; want %q and %q", i, got, f.String(), wantReply, wantPushed)
 		}
 		defer s.Close()
 	}
