@@ -63,6 +63,12 @@ type Config struct {
 	// UnixSocket is -s and UnixMask -a (octal permissions of the socket).
 	UnixSocket string
 	UnixMask   uint32
+	// ListenDefault says no -l was given: tandem listens on 127.0.0.1 where
+	// memcached listens on every interface, and says so at start.
+	ListenDefault bool
+	// Extstore lists the -o ext_* options given (memcached's external
+	// storage), which stop tandem at start: see unservable.
+	Extstore []string
 
 	// Accepted for memcached command-line compatibility; see their flags.
 	UDPPort      int
@@ -75,13 +81,6 @@ type Config struct {
 	MemoryFile   string
 	TLS          bool
 	NapiIDs      int
-
-	// Extstore lists the -o ext_* options given (memcached's external
-	// storage), which stop tandem at start: see unservable.
-	Extstore []string
-	// ListenDefault says no -l was given: tandem listens on 127.0.0.1 where
-	// memcached listens on every interface, and says so at start.
-	ListenDefault bool
 
 	// Warnings lists accepted but unsupported settings, logged once at start.
 	Warnings []string
