@@ -22,6 +22,7 @@ import (
 // memcached's behaviour, and that one given -l does not.
 func TestListenDefaultLogged(t *testing.T) {
 	s := startServerArgs(t, binPath, "-p", "0", "--log-format", "json")
+	// It comes before "tandem listening", which startServerArgs waits for.
 	log := s.Log()
 	if !strings.Contains(log, `"message":"`+listenDefaultMsg+`"`) || !strings.Contains(log, `"listen":"127.0.0.1:`) {
 		t.Errorf("no -l: the listening default is not logged:\n%s", log)

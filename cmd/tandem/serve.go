@@ -201,6 +201,10 @@ func serve(cfg *Config) int {
 		}
 		defer os.Remove(cfg.PidFile)
 	}
+	if cfg.ListenDefault && cfg.UnixSocket == "" {
+		// Before "tandem listening", which tells scripts the server is up.
+		logListenDefault(log, srv.Addrs())
+	}
 	log.Info().
 		Str("addr", srv.Addr().String()).
 		Stringers("addrs", addrStringers(srv.Addrs())).
@@ -214,9 +218,6 @@ func serve(cfg *Config) int {
 		Int("pid", os.Getpid()).
 		Str("version", version).
 		Msg("tandem listening")
-	if cfg.ListenDefault && cfg.UnixSocket == "" {
-		logListenDefault(log, srv.Addrs())
-	}
 	if daemon {
 		if err := detachDaemon(sink); err != nil {
 			log.Error().Err(err).Msg("cannot detach the daemon")
