@@ -38,7 +38,7 @@
 // A new item enters its shard's window, a CLOCK queue (a hit sets a reference bit; the queue's
 // tail gets a second chance for it). The main space is a go-tinylfu (github.com/dgryski/go-tinylfu,
 // used through its public API only) whose capacity is an item count sized to hold all but
-// WindowPercent (default 40) of the shard's bytes. Room is made in one way: the window's tail is
+// WindowPercent (default 60) of the shard's bytes. Room is made in one way: the window's tail is
 // offered to the main space, and once that is full every offer makes go-tinylfu drop exactly one
 // entry, the newcomer or its own victim (OnEvict): a window item needs no tinylfu entry until it
 // is offered, so the window's items are the cheap ones. Every lookup counts in go-tinylfu's
