@@ -53,6 +53,10 @@ const (
 	// <n>" with "user password" as data); Request.Auth holds the outcome
 	// (see auth.go).
 	CmdTextAuth
+
+	// CmdRefreshCerts is memcached's refresh_certs: reload the TLS
+	// certificate, key and CA files (Request.Noreply as for other commands).
+	CmdRefreshCerts
 )
 
 // Dialect is the wire protocol of a connection.

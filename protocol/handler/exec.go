@@ -69,6 +69,8 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		return h.binary(r, out)
 	case protocol.CmdTextAuth:
 		return h.textAuth(r, out), false
+	case protocol.CmdRefreshCerts:
+		return h.refreshCerts(r, out), false
 	case protocol.CmdError:
 		return h.protocolError(r, out)
 	}
@@ -199,6 +201,23 @@ func storeReply(o cache.Outcome) string {
 		return protocol.ReplyNonNumeric + "\r\n"
 	}
 	return protocol.ReplyError + "\r\n"
+}
+
+// refreshCerts answers refresh_certs as memcached built with TLS does: OK,
+// or the line naming what failed to load ("Error TLS not enabled" without
+// -Z). noreply silences both.
+func (h *Handler) refreshCerts(r *protocol.Request, out []byte) []byte {
+	msg := "Error TLS not enabled"
+	if h.cfg.RefreshCerts != nil {
+		msg = h.cfg.RefreshCerts()
+	}
+	if msg == "" {
+		return reply(out, r.Noreply, protocol.RespOK)
+	}
+	if r.Noreply {
+		return out
+	}
+	return appendLine(out, msg)
 }
 
 // reply appends a full reply line unless the request asked for no reply.
