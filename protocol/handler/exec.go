@@ -203,9 +203,10 @@ func storeReply(o cache.Outcome) string {
 	return protocol.ReplyError + "\r\n"
 }
 
-// refreshCerts answers refresh_certs as memcached built with TLS does: OK,
-// or the line naming what failed to load ("Error TLS not enabled" without
-// -Z). noreply silences both.
+// refreshCerts answers refresh_certs as memcached 1.6.18 (built with TLS,
+// as Debian's is) does: OK, or the line naming what failed to load ("Error
+// TLS not enabled" without -Z). noreply silences OK only: memcached writes
+// the error line anyway.
 func (h *Handler) refreshCerts(r *protocol.Request, out []byte) []byte {
 	msg := "Error TLS not enabled"
 	if h.cfg.RefreshCerts != nil {
@@ -213,9 +214,6 @@ func (h *Handler) refreshCerts(r *protocol.Request, out []byte) []byte {
 	}
 	if msg == "" {
 		return reply(out, r.Noreply, protocol.RespOK)
-	}
-	if r.Noreply {
-		return out
 	}
 	return appendLine(out, msg)
 }

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// TestRefreshCerts answers refresh_certs as memcached built with TLS does.
+// TestRefreshCerts answers refresh_certs as memcached 1.6.18 does (checked
+// against Debian's build, which has TLS).
 func TestRefreshCerts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -15,6 +16,7 @@ func TestRefreshCerts(t *testing.T) {
 		want    string
 	}{
 		{"tls off", nil, "refresh_certs\r\n", "Error TLS not enabled\r\n"},
+		{"tls off noreply", nil, "refresh_certs noreply\r\n", "Error TLS not enabled\r\n"},
 		{"ok", func() string { return "" }, "refresh_certs\r\n", "OK\r\n"},
 		{"ok noreply", func() string { return "" }, "refresh_certs noreply\r\nmn\r\n", "MN\r\n"},
 		{"failed", func() string { return "Error loading the key: /k.pem" }, "refresh_certs\r\n", "Error loading the key: /k.pem\r\n"},
