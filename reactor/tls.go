@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -164,11 +165,17 @@ func (s *netServer) handshake(c net.Conn) bool {
 }
 
 // isTLSProtoError reports whether err, from a read of an established TLS
-// connection, is a protocol failure rather than the peer going away: an
-// alert sent or received (crypto/tls reports them as *net.OpError with Op
-// "local error" or "remote error"), or a malformed record.
+// connection, is a protocol failure rather than the peer going away or a
+// deadline: an alert sent or received (crypto/tls reports them as
+// *net.OpError with Op "local error" or "remote error"), a malformed
+// record, or another crypto/tls failure ("tls: ..."), such as a
+// renegotiation attempt.
 func isTLSProtoError(err error) bool {
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
 		return false
 	}
 	var rh tls.RecordHeaderError
@@ -179,7 +186,7 @@ func isTLSProtoError(err error) bool {
 	if errors.As(err, &oe) {
 		return oe.Op == "local error" || oe.Op == "remote error"
 	}
-	return false
+	return strings.HasPrefix(err.Error(), "tls: ")
 }
 
 // tlsMark is what "stats conns" shows for a connection: "" for plaintext,

@@ -8,9 +8,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"io"
 	"math/big"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -172,4 +175,25 @@ func dialPlain(t testing.TB, addr string) net.Conn {
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+func TestIsTLSProtoError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"eof", io.EOF, false},
+		{"closed", net.ErrClosed, false},
+		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, false},
+		{"timeout", os.ErrDeadlineExceeded, false},
+		{"record header", tls.RecordHeaderError{Msg: "bad"}, true},
+		{"alert sent", &net.OpError{Op: "local error", Err: errors.New("tls: bad record MAC")}, true},
+		{"alert received", &net.OpError{Op: "remote error", Err: errors.New("tls: unexpected message")}, true},
+		{"renegotiation", errors.New("tls: received unexpected handshake message of type *tls.clientHelloMsg when waiting for *tls.helloRequestMsg"), true},
+	} {
+		if got := isTLSProtoError(tc.err); got != tc.want {
+			t.Errorf("%s: isTLSProtoError(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
 }
