@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -548,4 +549,48 @@ func TestTLSHandshakeDeadline(t *testing.T) {
 			t.Fatalf("a real client after the slowloris: %v", err)
 		}
 	})
+}
+
+// TestTLSLikeMemcached compares TLS with memcached 1.6.18 (Debian's build
+// has TLS) under the same certificate files and -o ssl_* keys: the ssl_*
+// fields of "stats settings", the ssl_* fields of "stats" (tandem adds
+// ssl_proto_errors, as later memcached releases do), and refresh_certs.
+func TestTLSLikeMemcached(t *testing.T) {
+	p := newTestPKI(t)
+	p.leaf("client", "client", time.Now().Add(time.Hour))
+	opts := "ssl_ca_cert=" + p.file("ca.pem") + ",ssl_verify_mode=2,ssl_session_cache,ssl_min_version=3"
+	flags := p.serverFlags(opts)
+	m := testenv.StartMemcached(t, flags...)
+	s := startServer(t, "pool", flags...)
+	cfg := p.clientConfig("client")
+	mset, tset := tlsStats(t, m.Addr, cfg, "settings"), tlsStats(t, s.Addr, cfg, "settings")
+	for k, v := range mset {
+		if strings.HasPrefix(k, "ssl_") && tset[k] != v {
+			t.Errorf("stats settings %s: tandem %q, memcached %q", k, tset[k], v)
+		}
+	}
+	ssl := func(st map[string]string) (names []string) {
+		for k := range st {
+			if strings.HasPrefix(k, "ssl_") || k == "time_since_server_cert_refresh" {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	want := append(ssl(tlsStats(t, m.Addr, cfg, "")), "ssl_proto_errors")
+	slices.Sort(want)
+	if got := ssl(tlsStats(t, s.Addr, cfg, "")); !slices.Equal(got, want) {
+		t.Errorf("stats TLS fields: tandem %v, memcached %v (+ ssl_proto_errors)", got, want)
+	}
+	for _, req := range []string{"refresh_certs\r\n", "refresh_certs noreply\r\n"} {
+		var replies [2]string
+		for i, addr := range []string{m.Addr, s.Addr} {
+			c := mustHandshake(t, addr, cfg)
+			replies[i] = tlsRoundTrip(t, c, bufio.NewReader(c), req+"mn\r\n", "MN")
+		}
+		if replies[0] != replies[1] {
+			t.Errorf("%q: memcached %q, tandem %q", req, replies[0], replies[1])
+		}
+	}
 }
