@@ -449,6 +449,36 @@ func TestTLSOptionWarnings(t *testing.T) {
 			t.Errorf("stats settings %s = %q, want %q", k, set[k], want)
 		}
 	}
+	// ssl_session_cache: a client resumes, ssl_new_sessions counts the
+	// full handshakes only; without it, no client resumes.
+	resumes := func(addr string) (resumed int) {
+		cfg := p.clientConfig("")
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		for i := 0; i < 3; i++ {
+			c := mustHandshake(t, addr, cfg)
+			// The TLS 1.3 ticket arrives after the handshake: read a reply.
+			tlsRoundTrip(t, c, bufio.NewReader(c), "version\r\n", "VERSION "+protocolVersion)
+			if c.ConnectionState().DidResume {
+				resumed++
+			}
+			c.Close()
+		}
+		return resumed
+	}
+	if n := resumes(s.Addr); n != 2 {
+		t.Errorf("with ssl_session_cache %d of 3 connections resumed, want 2", n)
+	}
+	st := tlsStats(t, s.Addr, p.clientConfig(""), "")
+	// The two stats connections (settings above, this one) and the first
+	// of the three were full handshakes.
+	if got := st["ssl_new_sessions"]; got != "3" {
+		t.Errorf("ssl_new_sessions = %q, want 3", got)
+	}
+	noCache := startServer(t, "pool", p.serverFlags()...)
+	if n := resumes(noCache.Addr); n != 0 {
+		t.Errorf("without ssl_session_cache %d connections resumed", n)
+	}
+
 	off := startServer(t, "goroutine", "-o", "ssl_chain_cert=/nonexistent")
 	if !strings.Contains(off.Log(), "TLS is off (no -Z); ignored") {
 		t.Errorf("no warning for ssl_* keys without -Z:\n%s", off.Log())
