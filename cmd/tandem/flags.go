@@ -109,7 +109,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.IntVarP(&c.NapiIDs, "napi-ids", "N", 0, "NAPI ids (not used)")
 
 	// TLS.
-	fs.BoolVarP(&c.TLS.Enabled, "enable-ssl", "Z", false, "serve TLS on every -l listener but those prefixed notls: (mtls: also requires a client certificate); needs -o ssl_chain_cert=FILE,ssl_key=FILE; more: -o ssl_ca_cert, ssl_verify_mode (0 none, 1 request, 2 require, 3 require once), ssl_min_version (tlsv1.2, tlsv1.3), ssl_ciphers, ssl_session_cache, ssl_keyformat (1 PEM, 2 DER)")
+	fs.BoolVarP(&c.TLS.Enabled, "enable-ssl", "Z", false, "serve TLS on every -l listener but those prefixed notls: (mtls: also requires a client certificate); needs -o ssl_chain_cert=FILE,ssl_key=FILE; more: -o ssl_ca_cert, ssl_verify_mode (0 none, 1 request, 2 require, 3 require once), ssl_min_version (2 or tlsv1.2, 3 or tlsv1.3), ssl_ciphers, ssl_session_cache, ssl_keyformat (1 PEM, 2 DER)")
 	fs.DurationVar(&c.TLS.HandshakeTimeout, "tls-handshake-timeout", c.TLS.HandshakeTimeout, "close a TLS connection whose handshake has not completed within this time (counted in ssl_handshake_errors)")
 
 	// Refused.
