@@ -61,7 +61,7 @@ func TestTLSListeners(t *testing.T) {
 			srv := startTest(t, mode, func(c *Config) {
 				c.TLSAddrs = []TLSListen{{Addr: "127.0.0.1:0", Config: &tls.Config{Certificates: []tls.Certificate{cert}}}}
 				c.TLSCounters = counters
-				c.TLSHandshakeTimeout = 200 * time.Millisecond
+				c.TLSHandshakeTimeout = 2 * time.Second // long enough for a real handshake under -race on a loaded machine
 			})
 			addrs := srv.Addrs()
 			if len(addrs) != 2 {

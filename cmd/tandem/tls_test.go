@@ -525,7 +525,7 @@ func TestTLSSASL(t *testing.T) {
 func TestTLSHandshakeDeadline(t *testing.T) {
 	forModes(t, func(t *testing.T, mode string) {
 		p := newTestPKI(t)
-		s := startServer(t, mode, append(p.serverFlags(), "--tls-handshake-timeout", "500ms", "-c", "20", "-l", "notls:127.0.0.1")...)
+		s := startServer(t, mode, append(p.serverFlags(), "--tls-handshake-timeout", "2s", "-c", "20", "-l", "notls:127.0.0.1")...)
 		_, plain := s.listening(t)
 		const n = 30
 		closed := make(chan string, n)
