@@ -97,6 +97,7 @@ func TestReleaseBuild(t *testing.T) {
 	needPackagingTests(t)
 	out := t.TempDir()
 	const v = "0.0.0-releasetest"
+	rev := headCommit(t) // before the build, as the script reads it
 	cmd := exec.Command("bash", filepath.Join(repoRoot, "docs/deploy/release.sh"), "--arch", "amd64", "--version", v, "--out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("release.sh: %v\n%s", err, b)
@@ -134,7 +135,7 @@ func TestReleaseBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("tandem %s (commit %s, memcached protocol %s)\n", v, headCommit(t), protocolVersion)
+	want := fmt.Sprintf("tandem %s (commit %s, memcached protocol %s)\n", v, rev, protocolVersion)
 	if string(got) != want {
 		t.Errorf("--version of the release binary: %q, want %q", got, want)
 	}
@@ -181,6 +182,7 @@ func TestContainerImage(t *testing.T) {
 	podman := testenv.NeedTool(t, "podman", "podman")
 	tag := "localhost/tandem-imagetest:" + rand.Text()[:8]
 	const v = "0.0.0-imagetest"
+	rev := headCommit(t) // before the build, as the script reads it
 	build := exec.Command("bash", filepath.Join(repoRoot, "docs/deploy/image.sh"), "--offline", "--tag", tag, "--version", v)
 	// chroot isolation: RUN steps without a container runtime. No
 	// intermediate images are kept, so the test leaves only the builder.
@@ -239,7 +241,7 @@ func TestContainerImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("tandem %s (commit %s, memcached protocol %s)\n", v, headCommit(t), protocolVersion)
+	want := fmt.Sprintf("tandem %s (commit %s, memcached protocol %s)\n", v, rev, protocolVersion)
 	if string(got) != want {
 		t.Errorf("--version of the image's binary: %q, want %q", got, want)
 	}
