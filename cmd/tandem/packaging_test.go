@@ -289,10 +289,7 @@ func TestSystemdUnit(t *testing.T) {
 		}
 	}
 
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("SKIPPED: systemd-analyze not installed (Debian package systemd): the unit is not verified")
-	}
+	analyze := testenv.NeedTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()
 	local := strings.ReplaceAll(text, "/usr/local/bin/tandem", binPath)
 	path := filepath.Join(dir, "tandem.service")
