@@ -91,14 +91,16 @@ func checkServes(t *testing.T, bin string) {
 	}
 }
 
-// TestReleaseBuild runs the release script for linux/amd64 and checks the
-// checksums, the tarball's contents and the stamp in --version.
+// TestReleaseBuild runs the release script for linux/amd64 and linux/arm64
+// and checks the checksums, the tarball's contents, the stamp in --version
+// and a version round trip (amd64, which this machine runs), and that the
+// arm64 binary is a static arm64 executable.
 func TestReleaseBuild(t *testing.T) {
 	needPackagingTests(t)
 	out := t.TempDir()
 	const v = "0.0.0-releasetest"
 	rev := headCommit(t) // before the build, as the script reads it
-	cmd := exec.Command("bash", filepath.Join(repoRoot, "docs/deploy/release.sh"), "--arch", "amd64", "--version", v, "--out", out)
+	cmd := exec.Command("bash", filepath.Join(repoRoot, "docs/deploy/release.sh"), "--arch", "amd64 arm64", "--version", v, "--out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("release.sh: %v\n%s", err, b)
 	}
@@ -123,12 +125,14 @@ func TestReleaseBuild(t *testing.T) {
 		}
 		listed[file] = true
 	}
-	for _, f := range []string{name, name + ".tar.gz"} {
+	arm := "tandem-" + v + "-linux-arm64"
+	for _, f := range []string{name, name + ".tar.gz", arm, arm + ".tar.gz"} {
 		if !listed[f] {
 			t.Errorf("SHA256SUMS does not list %s:\n%s", f, sums)
 		}
 	}
 
+	checkStatic(t, filepath.Join(out, arm), elf.EM_AARCH64)
 	bin := filepath.Join(out, name)
 	checkStatic(t, bin, elf.EM_X86_64)
 	got, err := exec.Command(bin, "--version").Output()
@@ -171,6 +175,16 @@ func TestReleaseBuild(t *testing.T) {
 		}
 	}
 	checkServes(t, bin)
+
+	// Reproducible: the same commit builds the same bytes, tarballs included.
+	out2 := t.TempDir()
+	cmd = exec.Command("bash", filepath.Join(repoRoot, "docs/deploy/release.sh"), "--arch", "amd64 arm64", "--version", v, "--out", out2)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("release.sh, second run: %v\n%s", err, b)
+	}
+	if sums2, err := os.ReadFile(filepath.Join(out2, "SHA256SUMS")); err != nil || string(sums2) != string(sums) {
+		t.Errorf("two release builds of one commit differ (%v):\n%s\n%s", err, sums, sums2)
+	}
 }
 
 // TestContainerImage builds the image with docs/deploy/image.sh --offline

@@ -2,8 +2,10 @@
 # Build tandem's container image (docs/deploy/Containerfile) with podman,
 # stamping the commit (and a version, if given) into `tandem --version`.
 #
-# Usage: docs/deploy/image.sh [--tag NAME] [--version V] [--offline]
+# Usage: docs/deploy/image.sh [--tag NAME] [--version V] [--platform P] [--offline]
 #   --tag      image name (default: localhost/tandem:VERSION, or :latest)
+#   --platform the image's platform, e.g. linux/arm64 (default: this machine's;
+#              the binary is cross-compiled, nothing is emulated)
 #   --version  release number to stamp (default: main.version of the source)
 #   --offline  build without pulling anything: the build stage runs on a
 #              local image made from this machine's Go toolchain
@@ -25,12 +27,14 @@ export PATH="$PATH:/usr/local/go/bin"
 tag=""
 version=""
 offline=0
+platform=""
 while (($#)); do
 	case "$1" in
 	--tag) tag="$2"; shift 2 ;;
 	--version) version="$2"; shift 2 ;;
 	--offline) offline=1; shift ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--platform) platform="$2"; shift 2 ;;
+	-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "image.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -42,6 +46,11 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 fi
 
 args=(--build-arg "COMMIT=$commit" --build-arg "VERSION=$version")
+if [ -n "$platform" ]; then
+	# podman 4.3 leaves BUILDPLATFORM unset once --platform is given: name the
+	# build machine's platform, which the build stage runs on.
+	args+=(--platform "$platform" --build-arg "BUILDPLATFORM=$(podman info --format '{{.Host.OS}}/{{.Host.Arch}}')")
+fi
 if ((offline)); then
 	goversion="$(go env GOVERSION)"
 	sumhash="$(cat go.mod go.sum | sha256sum | cut -c1-12)"
