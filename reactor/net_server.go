@@ -233,6 +233,7 @@ const netReadSize = 16 << 10
 func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	sess := s.cfg.NewSession(c.RemoteAddr())
 	streamer := streamerOf(sess)
+	attachNetPush(sess, c)
 	defer func() {
 		if p := recover(); p != nil {
 			reportPanic(s.log, &s.panics, p, "connection panicked; closing it")

@@ -63,6 +63,12 @@ type Config struct {
 	// UnixSocket is -s and UnixMask -a (octal permissions of the socket).
 	UnixSocket string
 	UnixMask   uint32
+	// ListenDefault says no -l was given: tandem listens on 127.0.0.1 where
+	// memcached listens on every interface, and says so at start.
+	ListenDefault bool
+	// Extstore lists the -o ext_* options given (memcached's external
+	// storage), which stop tandem at start: see unservable.
+	Extstore []string
 
 	// Accepted for memcached command-line compatibility; see their flags.
 	UDPPort      int
@@ -221,6 +227,11 @@ func (c *Config) unservable() []error {
 	}
 	if c.MemoryFile != "" {
 		errs = append(errs, errors.New("-e: a memory file (restartable cache) is not supported by tandem; items live in process memory only"))
+	}
+	if len(c.Extstore) > 0 {
+		errs = append(errs, fmt.Errorf("-o %s: external storage (extstore) is not supported by tandem; "+
+			"starting RAM-only would silently lose the capacity it was given on disk. "+
+			"Size -m for the items instead, or keep memcached for an extstore cache", strings.Join(c.Extstore, ",")))
 	}
 	if c.SASL && c.AuthFile == "" {
 		errs = append(errs, errors.New("-S: SASL needs credentials in tandem: give them with -Y/--auth-file (user:password lines; SASL PLAIN)"))

@@ -9,8 +9,9 @@ import (
 
 // extendedKeys are the -o keys memcached 1.6.18 accepts (Debian's build,
 // with TLS and extstore), with what tandem makes of each. Keys tandem acts
-// on are handled in applyExtended; the others are accepted with the
-// warning given here.
+// on are handled in applyExtended; the extstore keys (ext_*) are refused
+// (see Config.unservable); the others are accepted with the warning given
+// here.
 var extendedKeys = map[string]string{
 	"maxconns_fast":           "",
 	"no_maxconns_fast":        "tandem always answers a connection over -c with an error and closes it",
@@ -40,8 +41,8 @@ var extendedKeys = map[string]string{
 	"warm_max_factor":         "tandem's eviction is TinyLFU, without memcached's segmented LRU",
 	"temporary_ttl":           "tandem's eviction is TinyLFU, without memcached's temporary LRU",
 	"idle_timeout":            "",
-	"watcher_logbuf_size":     "tandem has no watch command",
-	"worker_logbuf_size":      "tandem has no watch command",
+	"watcher_logbuf_size":     "tandem's watch buffers 256 KiB per watcher",
+	"worker_logbuf_size":      "tandem's watch has no per-worker log buffers",
 	"track_sizes":             "tandem does not track item sizes (stats sizes reports disabled)",
 	"no_inline_ascii_resp":    "a memcached memory layout option",
 	"inline_ascii_resp":       "a memcached memory layout option",
@@ -90,6 +91,9 @@ func (c *Config) applyExtended() error {
 			case k == "":
 			case !known:
 				return fmt.Errorf("-o: unknown option %q (memcached 1.6.18 has no such key)", kv)
+			case strings.HasPrefix(k, "ext_"):
+				// Refused in Validate (see unservable), as -e is.
+				c.Extstore = append(c.Extstore, kv)
 			case k == "idle_timeout":
 				secs, err := strconv.Atoi(v)
 				if err != nil || secs < 0 {

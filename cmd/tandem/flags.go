@@ -29,9 +29,9 @@ var flagGroups = []flagGroup{
 	{"Listening", []string{"port", "listen", "unix-socket", "unix-mask", "listen-backlog", "udp-port", "conn-limit", "idle-timeout", "reuseport"}},
 	{"Memory and items", []string{"memory-limit", "max-item-size", "disable-evictions", "disable-cas", "lock-memory"}},
 	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "worker-writes"}},
-	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "prefix-delimiter"}},
+	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
 	{"Process", []string{"daemon", "pidfile", "user", "enable-coredumps", "verbose", "log-level", "log-format", "log-file", "metrics-listen", "pprof", "help", "version", "license"}},
-	{"Accepted from memcached, without effect in tandem (a warning is logged)", []string{"extended", "slab-growth-factor", "slab-min-size", "enable-largepages", "disable-watch", "napi-ids"}},
+	{"Accepted from memcached, without effect in tandem (a warning is logged)", []string{"extended", "slab-growth-factor", "slab-min-size", "enable-largepages", "napi-ids"}},
 	{"Refused: tandem cannot serve them", []string{"enable-ssl", "memory-file"}},
 }
 
@@ -100,11 +100,11 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.ShowLicense, "license", "i", false, "print tandem's license and exit")
 
 	// memcached's, without effect.
-	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does; every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
+	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does; the extstore keys (ext_*) are refused, every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
 	fs.Float64VarP(&c.GrowthFactor, "slab-growth-factor", "f", 1.25, "slab chunk growth factor (no slabs in tandem)")
 	fs.IntVarP(&c.SlabMinSize, "slab-min-size", "n", 48, "minimum slab chunk bytes (no slabs in tandem)")
 	fs.BoolVarP(&c.LargePages, "enable-largepages", "L", false, "large memory pages (not used)")
-	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "disable the watch command (tandem has none)")
+	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "refuse the watch command (log streaming)")
 	fs.IntVarP(&c.NapiIDs, "napi-ids", "N", 0, "NAPI ids (not used)")
 
 	// Refused.
@@ -160,6 +160,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, err
 	}
 	c.DetailEnabled = fs.Changed("prefix-delimiter")
+	c.ListenDefault = !fs.Changed("listen")
 	c.collectWarnings(fs)
 	return c, fs, nil
 }
@@ -181,7 +182,6 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 		{"slab-growth-factor", "-f: tandem has no slab classes; ignored"},
 		{"slab-min-size", "-n: tandem has no slab classes; ignored"},
 		{"enable-largepages", "-L: large memory pages are not used; ignored"},
-		{"disable-watch", "-W: tandem has no watch command; nothing to disable"},
 		{"napi-ids", "-N: NAPI ids are not used by tandem; ignored"},
 	} {
 		if changed(f.name) {

@@ -38,7 +38,7 @@ func serve(cfg *Config) int {
 	}
 	defer sink.close()
 	daemon := isDaemonChild()
-	if daemon && sink.file != nil {
+	if daemon && sink.logFile() != nil {
 		// Until it is ready, the daemon also logs to the waiting command.
 		sink.set(io.MultiWriter(sink.file, os.Stderr))
 	}
@@ -126,8 +126,10 @@ func serve(cfg *Config) int {
 			}
 			return reactor.Conns(srv)
 		},
-		OnShutdown:  func() { stop <- struct{}{} },
-		OnVerbosity: func(level int) { setVerbosity(cfg, level) },
+		DisableWatch:  cfg.DisableWatch,
+		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
+		OnShutdown:    func() { stop <- struct{}{} },
+		OnVerbosity:   func(level int) { setVerbosity(cfg, level) },
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the handler")
@@ -170,15 +172,17 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the server")
 		return exitFailure
 	}
-	if err := met.start(log, metricsSources{Handler: h, Cache: c}); err != nil {
+	src := metricsSources{Handler: h, Cache: c, Settings: func() []handler.Setting { return settings(cfg, h.Live()) }}
+	if err := met.start(log, src); err != nil {
 		log.Error().Err(err).Str("addr", cfg.MetricsListen).Msg("cannot start the metrics endpoint")
 		return exitFailure
 	}
 	defer met.stop()
 
 	// Signals are caught before the server listens, so that none sent once
-	// it is reachable can kill it. SIGHUP does not stop tandem (it has no
-	// configuration to reload); SIGUSR1 is memcached 1.6's graceful stop.
+	// it is reachable can kill it. SIGHUP does not stop tandem: it reopens
+	// --log-file (log rotation; tandem has no configuration to reload);
+	// SIGUSR1 is memcached 1.6's graceful stop.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -196,6 +200,10 @@ func serve(cfg *Config) int {
 			log.Warn().Err(err).Str("pidfile", cfg.PidFile).Msg("cannot write the pid file")
 		}
 		defer os.Remove(cfg.PidFile)
+	}
+	if cfg.ListenDefault && cfg.UnixSocket == "" {
+		// Before "tandem listening", which tells scripts the server is up.
+		logListenDefault(log, srv.Addrs())
 	}
 	log.Info().
 		Str("addr", srv.Addr().String()).
@@ -222,7 +230,7 @@ wait:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				log.Info().Str("signal", sig.String()).Msg("signal ignored: tandem has no configuration to reload")
+				reopenLog(log, sink)
 				continue
 			}
 			log.Info().Str("signal", sig.String()).Msg("shutting down")

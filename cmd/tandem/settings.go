@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 	proto := map[string]string{"auto": "auto-negotiate", "ascii": "ascii", "binary": "binary"}[cfg.Protocol]
 	auth := cfg.AuthFile != ""
 	list := [][2]string{
-		{"maxbytes", strconv.FormatInt(cfg.MemoryMB<<20, 10)},
+		{"maxbytes", strconv.FormatInt(cmp.Or(live.MaxBytes, cfg.MemoryMB<<20), 10)},
 		{"maxconns", strconv.Itoa(cfg.MaxConns)},
 		{"tcpport", strconv.Itoa(cfg.Port)},
 		{"udpport", "0"}, // UDP is not served, whatever -U says
@@ -61,9 +62,11 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"item_size_max", strconv.Itoa(cfg.MaxItemSize)},
 		{"maxconns_fast", "yes"}, // a connection over -c is answered and closed
 		{"hashpower_init", "0"},
-		{"slab_reassign", "no"},
-		{"slab_automove", "0"},
-		{"slab_automove_ratio", "0.80"},
+		// slabs reassign and automove are accepted (tandem moves memory
+		// between its classes by itself): see protocol/handler/admin.go.
+		{"slab_reassign", "yes"},
+		{"slab_automove", strconv.Itoa(live.SlabAutomove)},
+		{"slab_automove_ratio", strconv.FormatFloat(live.SlabAutomoveRatio, 'f', 2, 64)},
 		{"slab_automove_window", "30"},
 		{"slab_chunk_max", "524288"},
 		{"lru_crawler", "no"},

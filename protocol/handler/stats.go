@@ -96,6 +96,12 @@ type Stats struct {
 	// DumpsRunning is the lru_crawler metadumps unfinished now
 	// (lru_crawler_running is 1 while there is one).
 	DumpsRunning int64
+	// The watch command's log (watch.go): watchers now, lines formatted,
+	// lines sent to watchers, lines a watcher lost for not keeping up.
+	LogWatchers       int64
+	LogWorkerWritten  uint64
+	LogWatcherSent    uint64
+	LogWatcherSkipped uint64
 }
 
 // Uptime is the whole seconds since the handler started.
@@ -125,6 +131,10 @@ func (h *Handler) Stats() Stats {
 		st.Counters[i] = h.counters[i].Load()
 	}
 	st.DumpsRunning = h.dumpsRunning.Load()
+	st.LogWatchers = int64(h.watch.count())
+	st.LogWorkerWritten = h.watch.written.Load()
+	st.LogWatcherSent = h.watch.sent.Load()
+	st.LogWatcherSkipped = h.watch.skipped.Load()
 	return st
 }
 
@@ -141,6 +151,9 @@ func (h *Handler) resetStats() {
 	}
 	h.badChunkSets.Store(0)
 	h.prefixes.reset()
+	h.watch.written.Store(0)
+	h.watch.sent.Store(0)
+	h.watch.skipped.Store(0)
 	if h.cfg.Server == nil {
 		return
 	}
@@ -152,7 +165,7 @@ func (h *Handler) resetStats() {
 
 // appendGeneralStats writes "stats": every field memcached 1.6.18 prints, in
 // its order, then tandem's own. Fields of memcached features tandem does not
-// have (slab rebalancing, the LRU maintainer, log watchers, NAPI ids) are 0,
+// have (slab rebalancing, the LRU maintainer, NAPI ids) are 0,
 // as memcached reports them when they are off. The LRU crawler's fields
 // count lru_crawler metadumps, which memcached runs as crawls.
 func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) []byte {
@@ -234,9 +247,12 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 		"slab_reassign_running", "slabs_moved")
 	i("lru_crawler_running", crawling)
 	u("lru_crawler_starts", hc[CrawlerStarts])
-	zero("lru_maintainer_juggles", "malloc_fails",
-		"log_worker_dropped", "log_worker_written", "log_watcher_skipped", "log_watcher_sent", "log_watchers",
-		"unexpected_napi_ids", "round_robin_fallback")
+	zero("lru_maintainer_juggles", "malloc_fails", "log_worker_dropped")
+	u("log_worker_written", st.LogWorkerWritten)
+	u("log_watcher_skipped", st.LogWatcherSkipped)
+	u("log_watcher_sent", st.LogWatcherSent)
+	i("log_watchers", st.LogWatchers)
+	zero("unexpected_napi_ids", "round_robin_fallback")
 	u("bytes", cs.Bytes)
 	u("curr_items", cs.CurrItems)
 	u("total_items", cs.TotalItems)
