@@ -60,6 +60,9 @@ const (
 	CmdSlabs
 	CmdWatch
 	CmdCacheMemlimit
+	// CmdRefreshCerts is memcached's refresh_certs: reload the TLS
+	// certificate, key and CA files (Request.Noreply as for other commands).
+	CmdRefreshCerts
 )
 
 // Dialect is the wire protocol of a connection.

@@ -81,6 +81,10 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 		r.Cmd = CmdCacheMemlimit
 		r.Args = append(r.Args, p.toks[1:n]...)
 		return next
+	case "refresh_certs":
+		r.Cmd = CmdRefreshCerts
+		r.Noreply = p.isNoreply(n)
+		return next
 	case "shutdown":
 		r.Cmd = CmdShutdown
 		r.Args = append(r.Args, p.toks[1:n]...)

@@ -79,8 +79,10 @@ type Config struct {
 	SASL         bool
 	DisableWatch bool
 	MemoryFile   string
-	TLS          bool
 	NapiIDs      int
+
+	// TLS is -Z and the ssl_* keys of -o (tls.go).
+	TLS TLSSettings
 
 	// Warnings lists accepted but unsupported settings, logged once at start.
 	Warnings []string
@@ -116,6 +118,7 @@ func parseSize(s string) (int, error) {
 func (c *Config) ListenAddrs() ([]string, error) {
 	addrs := make([]string, 0, len(c.Listen))
 	for _, l := range c.Listen {
+		_, l = splitListen(l)
 		host, port := l, strconv.Itoa(c.Port)
 		if h, p, err := net.SplitHostPort(l); err == nil {
 			if _, err := strconv.ParseUint(p, 10, 16); err != nil {
@@ -213,6 +216,7 @@ func (c *Config) Validate() error {
 	if c.SlabMinSize < 1 {
 		errs = append(errs, fmt.Errorf("-n: slab minimum size must be >= 1, got %d", c.SlabMinSize))
 	}
+	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.unservable()...)
 	return errors.Join(errs...)
 }
@@ -222,9 +226,6 @@ func (c *Config) Validate() error {
 // silently differently, so they stop it at start.
 func (c *Config) unservable() []error {
 	var errs []error
-	if c.TLS {
-		errs = append(errs, errors.New("-Z: TLS is not supported by tandem; terminate TLS in front of it (e.g. stunnel, a sidecar)"))
-	}
 	if c.MemoryFile != "" {
 		errs = append(errs, errors.New("-e: a memory file (restartable cache) is not supported by tandem; items live in process memory only"))
 	}

@@ -164,7 +164,7 @@ func TestExitStatus(t *testing.T) {
 		{"bad value", []string{"-p", "x"}, 2, "port"},
 		{"stray argument", []string{"extra"}, 2, "extra"},
 		{"unknown -o key", []string{"-o", "bogus"}, 2, "bogus"},
-		{"TLS", []string{"-Z"}, 2, "-Z: TLS is not supported"},
+		{"TLS without a certificate", []string{"-Z"}, 2, "-Z: needs the certificate chain file"},
 		{"memory file", []string{"-e", filepath.Join(dir, "mem")}, 2, "-e: a memory file"},
 		{"extstore", []string{"-o", "ext_path=" + filepath.Join(dir, "ext") + ":64m"}, 2, "external storage (extstore) is not supported"},
 		{"SASL without credentials", []string{"-S"}, 2, "-S: SASL needs credentials"},
@@ -317,7 +317,8 @@ func TestFlagValues(t *testing.T) {
 			return err == nil && slices.Equal(addrs, []string{"[::1]:5"})
 		}},
 		{"-l notls", []string{"-l", "notls:127.0.0.1"}, func(c *Config) bool {
-			return slices.Equal(c.Listen, []string{"127.0.0.1"}) && len(c.Warnings) == 1
+			addrs, err := c.ListenAddrs()
+			return err == nil && slices.Equal(addrs, []string{"127.0.0.1:11211"}) && len(c.Warnings) == 0
 		}},
 		{"-s -a", []string{"-s", "/tmp/x.sock", "-a", "0755"}, func(c *Config) bool {
 			return c.UnixSocket == "/tmp/x.sock" && c.UnixMask == 0o755

@@ -101,6 +101,14 @@ func serve(cfg *Config) int {
 		}
 	}
 
+	var certs *certStore // nil without -Z
+	if cfg.TLS.Enabled {
+		if certs, err = newCertStore(cfg.TLS); err != nil {
+			log.Error().Err(err).Msg("cannot load the TLS certificate")
+			return exitFailure
+		}
+	}
+
 	var srv reactor.Server
 	stop := make(chan struct{}, 1)
 	h, err := handler.New(handler.Config{
@@ -118,7 +126,7 @@ func serve(cfg *Config) int {
 		Dialect:         protocolDialect(cfg.Protocol),
 		TandemVersion:   version,
 		EventLibrary:    eventLibrary(cfg.Mode),
-		Server:          func() handler.ServerInfo { return serverInfo(cfg, srv, pool) },
+		Server:          func() handler.ServerInfo { return withTLSInfo(serverInfo(cfg, srv, pool), certs) },
 		Settings:        func(live handler.Live) []handler.Setting { return settings(cfg, live) },
 		Conns: func() []protocol.ConnInfo {
 			if srv == nil {
@@ -130,19 +138,21 @@ func serve(cfg *Config) int {
 		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
 		OnShutdown:    func() { stop <- struct{}{} },
 		OnVerbosity:   func(level int) { setVerbosity(cfg, level) },
+
+		RefreshCerts: certs.refreshCommand(log), // nil without -Z
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the handler")
 		return exitFailure
 	}
 
-	addrs, err := cfg.ListenAddrs()
+	addrs, tlsAddrs, err := tlsListens(cfg, certs)
 	if err != nil { // Validate has checked them
 		log.Error().Err(err).Msg("bad listen address")
 		return exitUsage
 	}
 	if cfg.UnixSocket != "" {
-		addrs = nil // as in memcached, -s disables TCP
+		addrs, tlsAddrs = nil, nil // as in memcached, -s disables TCP
 	}
 	met := newMetrics(cfg) // nil unless --metrics-listen
 	srv, err = reactor.New(reactor.Config{
@@ -167,11 +177,18 @@ func serve(cfg *Config) int {
 
 		ObserveLatency: met.latencyObserver(),
 		Clock:          clock.Now,
+
+		// TLS listeners are served by the net front end in every mode
+		// (reactor/tls.go).
+		TLSAddrs:            tlsAddrs,
+		TLSHandshakeTimeout: cfg.TLS.HandshakeTimeout,
+		TLSCounters:         certs.tlsCounters(),
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the server")
 		return exitFailure
 	}
+	met.registerTLS(certs)
 	src := metricsSources{Handler: h, Cache: c, Settings: func() []handler.Setting { return settings(cfg, h.Live()) }}
 	if err := met.start(log, src); err != nil {
 		log.Error().Err(err).Str("addr", cfg.MetricsListen).Msg("cannot start the metrics endpoint")
@@ -181,8 +198,8 @@ func serve(cfg *Config) int {
 
 	// Signals are caught before the server listens, so that none sent once
 	// it is reachable can kill it. SIGHUP does not stop tandem: it reopens
-	// --log-file (log rotation; tandem has no configuration to reload);
-	// SIGUSR1 is memcached 1.6's graceful stop.
+	// --log-file (log rotation) and reloads the TLS certificates (as
+	// refresh_certs does); SIGUSR1 is memcached 1.6's graceful stop.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -208,6 +225,7 @@ func serve(cfg *Config) int {
 	log.Info().
 		Str("addr", srv.Addr().String()).
 		Stringers("addrs", addrStringers(srv.Addrs())).
+		Stringers("tls_addrs", addrStringers(srv.Addrs()[:len(tlsAddrs)])).
 		Str("mode", string(cfg.Mode)).
 		Int("event_loops", cfg.Threads).
 		Int("workers", workersOf(cfg)).
@@ -231,6 +249,7 @@ wait:
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				reopenLog(log, sink)
+				reloadCertsOnHangup(log, certs)
 				continue
 			}
 			log.Info().Str("signal", sig.String()).Msg("shutting down")

@@ -29,6 +29,12 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		}
 		return v
 	}
+	orCNull := func(v string) string { // C's printf of a NULL string
+		if v == "" {
+			return "(null)"
+		}
+		return v
+	}
 	evictions := "on"
 	if cfg.DisableEvictions {
 		evictions = "off"
@@ -101,17 +107,18 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"ext_max_frag", "0.80"},
 		{"slab_automove_freeratio", "0.010"},
 		{"ext_drop_unread", "no"},
-		{"ssl_enabled", "no"},
-		{"ssl_chain_cert", "(null)"},
-		{"ssl_key", "(null)"},
-		{"ssl_verify_mode", "0"},
-		{"ssl_keyformat", "1"},
-		{"ssl_ciphers", "NULL"},
-		{"ssl_ca_cert", "NULL"},
-		{"ssl_wbuf_size", "16384"},
-		{"ssl_session_cache", "no"},
-		{"ssl_kernel_tls", "no"},
-		{"ssl_min_version", "tlsv1.2"},
+		// TLS, as memcached prints it (ssl_verify_mode as OpenSSL's bits).
+		{"ssl_enabled", yesNo(cfg.TLS.Enabled)},
+		{"ssl_chain_cert", orCNull(cfg.TLS.ChainCert)},
+		{"ssl_key", orCNull(cfg.TLS.Key)},
+		{"ssl_verify_mode", sslVerifyModeSetting(cfg.TLS.VerifyMode)},
+		{"ssl_keyformat", strconv.Itoa(cfg.TLS.KeyFormat)},
+		{"ssl_ciphers", orNULL(cfg.TLS.Ciphers)},
+		{"ssl_ca_cert", orNULL(cfg.TLS.CACert)},
+		{"ssl_wbuf_size", strconv.Itoa(cfg.TLS.WbufSize)},
+		{"ssl_session_cache", yesNo(cfg.TLS.SessionCache)},
+		{"ssl_kernel_tls", yesNo(cfg.TLS.KernelTLS)},
+		{"ssl_min_version", cfg.TLS.MinVersion},
 		{"num_napi_ids", "(null)"},
 		{"memory_file", "(null)"},
 		{"tandem_mode", string(cfg.Mode)},

@@ -88,6 +88,8 @@ func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, boo
 		return h.cacheMemlimit(r, out), false
 	case protocol.CmdTextAuth:
 		return h.textAuth(r, out), false
+	case protocol.CmdRefreshCerts:
+		return h.refreshCerts(r, out), false
 	case protocol.CmdError:
 		return h.protocolError(r, out)
 	}
@@ -225,6 +227,21 @@ func storeReply(o cache.Outcome) string {
 		return protocol.ReplyNonNumeric + "\r\n"
 	}
 	return protocol.ReplyError + "\r\n"
+}
+
+// refreshCerts answers refresh_certs as memcached 1.6.18 (built with TLS,
+// as Debian's is) does: OK, or the line naming what failed to load ("Error
+// TLS not enabled" without -Z). noreply silences OK only: memcached writes
+// the error line anyway.
+func (h *Handler) refreshCerts(r *protocol.Request, out []byte) []byte {
+	msg := "Error TLS not enabled"
+	if h.cfg.RefreshCerts != nil {
+		msg = h.cfg.RefreshCerts()
+	}
+	if msg == "" {
+		return reply(out, r.Noreply, protocol.RespOK)
+	}
+	return appendLine(out, msg)
 }
 
 // reply appends a full reply line unless the request asked for no reply.

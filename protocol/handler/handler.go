@@ -81,6 +81,12 @@ type Config struct {
 	OnMemoryLimit func(bytes int64)
 	// OnVerbosity is called with the level of a verbosity command.
 	OnVerbosity func(level int)
+	// RefreshCerts reloads the TLS certificate, key and CA files
+	// (refresh_certs). It returns the reply line of a failure without its
+	// CRLF (memcached's "Error loading the key: <file> : <why>"), "" on
+	// success. nil:
+	// TLS is off, and refresh_certs answers as memcached's does then.
+	RefreshCerts func() string
 	// Now is the wall clock for stats; nil means time.Now.
 	Now func() time.Time
 }

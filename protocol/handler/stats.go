@@ -50,6 +50,9 @@ const (
 	ClosedOverflow                              // tandem_closed_overflow: over --max-conn-input/output
 	ClosedIdle                                  // tandem_closed_idle: by --idle-timeout
 	ReadPauses                                  // tandem_read_pauses: reads paused for a connection over its buffer marks
+	SSLHandshakeErrors                          // ssl_handshake_errors: TLS handshakes failed or timed out
+	SSLProtoErrors                              // ssl_proto_errors: TLS connections closed on a protocol error
+	SSLNewSessions                              // ssl_new_sessions: full TLS handshakes (not resumed)
 	NumServerCounters
 )
 
@@ -78,6 +81,14 @@ type ServerInfo struct {
 
 	PoolRunning int
 	PoolParked  int64
+
+	// SSLEnabled is -Z: the ssl_* fields are printed only then, as in
+	// memcached; ssl_new_sessions only with SSLSessionCache too.
+	SSLEnabled      bool
+	SSLSessionCache bool
+	// SSLCertRefreshed is when the certificate was last loaded
+	// (time_since_server_cert_refresh).
+	SSLCertRefreshed time.Time
 
 	Counters [NumServerCounters]uint64
 }
@@ -268,6 +279,17 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 	u("crawler_items_checked", hc[CrawlerItemsChecked])
 	zero("lrutail_reflocked",
 		"moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped")
+
+	if si.SSLEnabled {
+		// memcached prints these last, when TLS is on; ssl_proto_errors
+		// is from memcached releases newer than 1.6.18.
+		if si.SSLSessionCache {
+			u("ssl_new_sessions", sc[SSLNewSessions])
+		}
+		u("ssl_handshake_errors", sc[SSLHandshakeErrors])
+		u("ssl_proto_errors", sc[SSLProtoErrors])
+		i("time_since_server_cert_refresh", max(int64(st.Now.Sub(si.SSLCertRefreshed)/time.Second), 0))
+	}
 
 	// tandem's own fields.
 	s("tandem_version", orNULL(tandemVersion))

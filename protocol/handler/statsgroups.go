@@ -209,6 +209,10 @@ func (h *Handler) appendConnsStats(out []byte) []byte {
 		}
 		out = protocol.AppendStatString(out, prefix+"state", state)
 		out = protocol.AppendStatString(out, prefix+"secs_since_last_cmd", strconv.FormatInt(max(idle, 0), 10))
+		if c.TLS != "" {
+			// tandem's own line: memcached's stats conns does not say.
+			out = protocol.AppendStatString(out, prefix+"tls", c.TLS)
+		}
 	}
 	return out
 }
