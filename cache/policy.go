@@ -25,7 +25,7 @@ func samples(capacity int) int { return capacity * 13 / 2 }
 
 // go-tinylfu's memory is measured, not modelled from its source, so that an upgrade of the
 // library or of Go's maps cannot make the charge wrong: mainBytes(c) is what New allocates for
-// capacity c plus c times what one entry allocates (measured on a tinylfu of 4096 entries). Each
+// capacity c plus c times what one entry allocates (measured on a tinylfu of 1024 entries). Each
 // is the least of three tries, as a concurrent allocation elsewhere only adds to a try, and is
 // measured once per process (per capacity for New).
 func mainBytes(capacity int) int64 {
@@ -46,7 +46,7 @@ func mainBytes(capacity int) int64 {
 var mainNewBytes sync.Map // capacity -> bytes New allocates
 
 var mainEntryBytes = sync.OnceValue(func() int64 {
-	const c = 4096
+	const c = 1024
 	best := int64(1 << 62)
 	for range 3 {
 		t := newMain(c)
