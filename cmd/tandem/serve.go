@@ -365,7 +365,7 @@ func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
 // garbage. It also lowers GOGC to 50 (unless GOGC is set): the heap is mostly
 // the index, which only grows with the items, and at 100 a churning cache's
 // garbage could double it while the limit is still far away. 25 was measured
-// too (docs/benchmarks.md, storage engine): 18 MiB less at the peak of a churn
+// too (CHANGELOG.md, storage engine round 3): 18 MiB less at the peak of a churn
 // over 1M items, but 10% more CPU and a 27% higher p99.9, since with the pages
 // out of the heap every cycle marks an index that is most of a small heap.
 func setMemoryLimit(log zerolog.Logger, mb int64) {
