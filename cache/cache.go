@@ -55,6 +55,7 @@ func New(cfg Config) (*Cache, error) {
 		maxChunk:         min(page/4, maxSmall),
 		windowPercent:    int64(cmp.Or(cfg.WindowPercent, defaultWindowPercent)),
 		disableEvictions: cfg.DisableEvictions,
+		onEvict:          cfg.OnEvict,
 	}
 	for i := range c.shards {
 		s := &c.shards[i]

@@ -35,6 +35,10 @@ type Config struct {
 	DisableCAS       bool  // -C: cas ids are reported as 0 and a cas command on a live item is Exists (memcached -C)
 	WindowPercent    int   // the window's share of each shard, 1-99 (see the package comment's Policy); 0 = 60
 	Clock            Clock // nil = SystemClock()
+	// OnEvict, if set, is called for every live item evicted (not for expired or flushed items
+	// reclaimed), under its shard's lock: it must be quick, must not call into the Cache and must
+	// not retain the Item or its slices (memcached's "watch evictions").
+	OnEvict func(it *Item)
 }
 
 // Validate reports whether the config can build a Cache. Errors wrap ErrInvalidConfig.

@@ -58,6 +58,7 @@ type shardConfig struct {
 	maxPage          int   // largest slab page
 	maxChunk         int   // largest slab chunk; larger records get a page of their own
 	windowPercent    int64 // the window's share of the shard
+	onEvict          func(*Item)
 	disableEvictions bool
 }
 
@@ -144,6 +145,10 @@ func (s *shard) dropLocked(h uint32) {
 	} else {
 		s.st.Evictions++
 		s.st.EvictedUnfetched += unfetched
+		if s.cfg.onEvict != nil {
+			s.cfg.onEvict(&Item{Key: r.key(), Value: r.value(), Flags: r.flags(), Exptime: int64(r.exptime()),
+				LastAccess: int64(r.atime()), Fetched: unfetched == 0, Now: s.now})
+		}
 	}
 	s.killLocked(h)
 }

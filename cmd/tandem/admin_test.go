@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"regexp"
@@ -212,4 +214,53 @@ func TestWatchStats(t *testing.T) {
 			t.Errorf("-W: watch answered %q, %v", got, err)
 		}
 	}
+}
+
+// evictionLine is a "watch evictions" line of memcached 1.6.18 for an item set with flags 5, no
+// exptime and a 2,000-byte value that was never read: ts and gid vary, the key is one of ours.
+var evictionLine = regexp.MustCompile(`^ts=\d+\.\d+ gid=\d+ type=eviction key=ev\d+ fetch=no ttl=-1 la=\d+ clsid=\d+ size=2000$`)
+
+// TestWatchEvictionsLikeMemcached fills a small cache past its limit while a client watches
+// evictions, on memcached and on tandem in every mode: each reports evicted items in the same
+// line format.
+func TestWatchEvictionsLikeMemcached(t *testing.T) {
+	check := func(t *testing.T, addr string) {
+		w, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := w.Write([]byte("watch evictions\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(w)
+		w.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if line, err := r.ReadString('\n'); err != nil || line != "OK\r\n" {
+			t.Fatalf("watch evictions: %q, %v", line, err)
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		val := strings.Repeat("x", 2000)
+		var req bytes.Buffer
+		for i := range 3000 {
+			fmt.Fprintf(&req, "set ev%d 5 0 %d noreply\r\n%s\r\n", i, len(val), val)
+		}
+		req.WriteString("version\r\n")
+		if _, err := c.Write(req.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil || !evictionLine.MatchString(strings.TrimSuffix(line, "\n")) {
+			t.Fatalf("first eviction line %q, %v; want memcached's format", line, err)
+		}
+	}
+	t.Run("memcached", func(t *testing.T) { check(t, testenv.StartMemcached(t, "-m", "2", "-I", "512k").Addr) })
+	forModes(t, func(t *testing.T, mode string) { check(t, startServer(t, mode, "-m", "2", "-I", "512k").Addr) })
 }

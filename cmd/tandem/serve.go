@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,7 +67,13 @@ func serve(cfg *Config) int {
 	// A clock refreshed once a second, like memcached's current_time: reading
 	// the system clock on every request costs a measurable part of a hit.
 	clock := newCoarseClock()
+	var watcher atomic.Pointer[handler.Handler] // "watch evictions": set once the handler exists
 	c, err := cache.New(cache.Config{
+		OnEvict: func(it *cache.Item) {
+			if h := watcher.Load(); h != nil {
+				h.WatchEviction(it)
+			}
+		},
 		MaxBytes:         cfg.MemoryMB << 20,
 		MaxItemSize:      cfg.MaxItemSize,
 		DisableEvictions: cfg.DisableEvictions,
@@ -145,6 +152,7 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the handler")
 		return exitFailure
 	}
+	watcher.Store(h)
 
 	addrs, tlsAddrs, err := tlsListens(cfg, certs)
 	if err != nil { // Validate has checked them

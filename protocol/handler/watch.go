@@ -23,11 +23,11 @@ import (
 //
 // fetchers selects item_get (every key a classic or meta command looks up),
 // mutations item_store (classic storage commands and ms), connevents
-// conn_new and conn_close; the binary protocol is not logged. evictions, rawcmds,
+// conn_new and conn_close, evictions the items the cache evicts (through its
+// OnEvict hook, WatchEviction); the binary protocol is not logged. rawcmds,
 // sysevents and the proxy flags are accepted, as memcached accepts them, but
-// produce nothing: the cache reports no evictions one by one, and tandem has
-// neither memcached's raw command log, its background threads nor its
-// proxy. A watcher whose client does not keep up loses lines, counted in
+// produce nothing: tandem has neither memcached's raw command log, its
+// background threads nor its proxy. A watcher whose client does not keep up loses lines, counted in
 // log_watcher_skipped and announced to it by a "skipped=<n>" line, as in
 // memcached. Input on a watching connection is read and ignored.
 //
@@ -343,6 +343,34 @@ func (h *Handler) watchGet(cfd int, key []byte, found, known bool, flags uint32,
 	b = strconv.AppendInt(append(b, " cfd="...), int64(cfd), 10)
 	b = strconv.AppendInt(append(b, " size="...), int64(size), 10)
 	h.watch.emit(watchFetchers, append(b, '\n'))
+}
+
+// WatchEviction reports an item the cache evicted to "watch evictions" watchers, in memcached's
+// format: fetch=yes|no, ttl the seconds it had left (-1: none), la the seconds since its last
+// access. It is the cache's OnEvict hook and runs under a shard lock: with no watcher it costs one
+// atomic load.
+func (h *Handler) WatchEviction(it *cache.Item) {
+	if !h.watch.on(watchEvictions) {
+		return
+	}
+	var buf [512]byte
+	b := append(buf[:0], "type=eviction key="...)
+	b = protocol.AppendURIEncoded(b, it.Key)
+	b = append(b, " fetch="...)
+	if it.Fetched {
+		b = append(b, "yes"...)
+	} else {
+		b = append(b, "no"...)
+	}
+	ttl := int64(-1)
+	if it.Exptime != 0 {
+		ttl = it.Exptime - it.Now
+	}
+	b = strconv.AppendInt(append(b, " ttl="...), ttl, 10)
+	b = strconv.AppendInt(append(b, " la="...), it.Now-it.LastAccess, 10)
+	b = strconv.AppendInt(append(b, " clsid="...), int64(slabClass(itemTotal(len(it.Key), it.Flags, len(it.Value), !h.cfg.DisableCAS))), 10)
+	b = strconv.AppendInt(append(b, " size="...), int64(len(it.Value)), 10)
+	h.watch.emit(watchEvictions, append(b, '\n'))
 }
 
 // storeModeNames name a store's mode as memcached's item_store line does
