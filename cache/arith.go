@@ -49,7 +49,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 		hits, misses = &s.st.DecrHits, &s.st.DecrMisses
 	}
 	var tmp [20]byte
-	i, _, it := s.findLocked(h, key)
+	i, it := s.findLocked(h, key)
 	if it == nil {
 		if !opt.Vivify {
 			*misses++ // memcached counts no miss when it vivifies
@@ -86,7 +86,7 @@ func (c *Cache) MetaArith(key []byte, incr bool, delta uint64, opt MetaArithOpti
 			if it.size()+int64(len(digits)-len(val)) > s.cfg.maxItem {
 				return res, NoMemory
 			}
-			if it, ok = s.placeLocked(h, i, true, it, Replace, key, digits); !ok {
+			if it, ok = s.placeLocked(h, i, it, Replace, key, digits); !ok {
 				return res, NoMemory
 			}
 			// memcached links a new item here and applies T to the old one, which it has just

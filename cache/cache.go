@@ -2,6 +2,7 @@ package cache
 
 import (
 	"cmp"
+	"errors"
 	"hash/maphash"
 	"math/bits"
 	"runtime"
@@ -16,7 +17,8 @@ type Cache struct {
 	shift      uint // shard index = hash >> shift (the high bits; tinylfu uses the low ones)
 	seed       maphash.Seed
 	clock      Clock
-	limit      int64 // Config.MaxBytes
+	limit      atomic.Int64 // Config.MaxBytes, or what SetMemoryLimit set
+	maxItem    int64        // the item size limit
 	disableCAS bool
 
 	casID    atomic.Uint64              // last cas id handed out
@@ -39,7 +41,7 @@ func New(cfg Config) (*Cache, error) {
 		shift:      uint(64 - bits.TrailingZeros(uint(n))),
 		seed:       maphash.MakeSeed(),
 		clock:      cmp.Or(cfg.Clock, SystemClock()),
-		limit:      cfg.MaxBytes,
+		maxItem:    cfg.maxItemSize(),
 		disableCAS: cfg.DisableCAS,
 	}
 	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
@@ -47,20 +49,51 @@ func New(cfg Config) (*Cache, error) {
 	page := min(1<<bits.Len64(uint64(budget/128)), 1<<20)
 	scfg := &shardConfig{
 		seed:             c.seed,
-		budget:           budget,
 		maxItem:          cfg.maxItemSize(),
-		maxCap:           fitCapacity(budget, int64(sizeClass(hdrSize+1))), // minimal items
+		maxCap:           int(budget / (int64(sizeClass(hdrSize+1)) + mainEntryBytes())), // minimal items
 		maxPage:          page,
 		maxChunk:         min(page/4, maxSmall),
+		windowPercent:    int64(cmp.Or(cfg.WindowPercent, defaultWindowPercent)),
 		disableEvictions: cfg.DisableEvictions,
+		onEvict:          cfg.OnEvict,
 	}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.cfg, s.slab = scfg, make([]slabClass, len(slabSizes))
-		s.newIndexLocked(min(initialCapacity, scfg.maxCap/4))
+		s.cfg, s.slab, s.budget = scfg, make([]slabClass, len(slabSizes)), budget
+		s.keep = noHandle
+		if cfg.DisableEvictions {
+			s.newMainLocked(minCapacity) // nothing is offered to it: it only counts
+		} else {
+			s.newMainLocked(min(initialCapacity, scfg.maxCap/4))
+		}
 	}
+	c.limit.Store(cfg.MaxBytes)
 	runtime.AddCleanup(c, unmapPages, c.shards)
 	return c, nil
+}
+
+// ErrMemoryLimit is returned by SetMemoryLimit for a limit below one item of the maximum size
+// per shard.
+var ErrMemoryLimit = errors.New("cache: memory limit too small for the item size limit")
+
+// SetMemoryLimit changes MaxBytes at run time, as memcached's cache_memlimit does: every shard's
+// budget becomes bytes / Shards(), and a shard over its new budget makes room (through the
+// policy, as a store does) before the call returns. The page size and the shard count stay as
+// New chose them.
+func (c *Cache) SetMemoryLimit(bytes int64) error {
+	budget := bytes / int64(len(c.shards))
+	if budget < c.maxItem {
+		return ErrMemoryLimit
+	}
+	c.limit.Store(bytes)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.budget = budget
+		s.fitLocked(noHandle, 0)
+		s.mu.Unlock()
+	}
+	return nil
 }
 
 // lock hashes key, locks its shard and records the time and flush settings of the operation
@@ -97,7 +130,7 @@ type GetOptions struct {
 func (c *Cache) Get(dst, key []byte, opt GetOptions, a Appender) ([]byte, bool) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, _, r := s.findLocked(h, key)
+	_, r := s.findLocked(h, key)
 	s.countLookupLocked(opt.Touch, r != nil)
 	if r == nil {
 		return dst, false

@@ -343,27 +343,23 @@ func TestResetStats(t *testing.T) {
 	}
 }
 
-func TestHashCollisionReplaces(t *testing.T) {
+func TestHashCollisionKeepsBoth(t *testing.T) {
 	c, _ := newTestCache(t, Config{Shards: 1})
 	s := &c.shards[0]
-	// Simulate a 64-bit collision: store "b" under "a"'s hash through the shard directly.
+	// Simulate a 64-bit collision: store "b" under "a"'s hash through the shard directly. The
+	// index compares keys, so both stay.
 	set(t, c, "a", "1")
 	h := s.hash([]byte("a"))
 	s.mu.Lock()
 	s.now = t0
 	out, _, _ := s.storeLocked(c, h, Set, []byte("b"), []byte("2"), 0, 0, 0)
+	_, it := s.findLocked(h, []byte("a"))
+	_, itb := s.findLocked(h, []byte("b"))
 	s.mu.Unlock()
-	if out != Stored {
-		t.Fatalf("colliding set: %v", out)
+	if out != Stored || it == nil || string(it.value()) != "1" || itb == nil || string(itb.value()) != "2" {
+		t.Fatalf("after collision: %v a=%v b=%v", out, it, itb)
 	}
-	s.mu.Lock()
-	_, _, it := s.findLocked(h, []byte("a"))
-	_, _, itb := s.findLocked(h, []byte("b"))
-	s.mu.Unlock()
-	if it != nil || itb == nil || string(itb.value()) != "2" {
-		t.Fatalf("after collision: a=%v b=%v", it, itb)
-	}
-	if st := c.Stats(); st.CurrItems != 1 || st.Bytes != uint64(2+ItemOverhead) {
+	if st := c.Stats(); st.CurrItems != 2 {
 		t.Fatalf("accounting after collision: %+v", st)
 	}
 }

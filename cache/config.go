@@ -33,7 +33,12 @@ type Config struct {
 	Shards           int   // power of two; 0 = DefaultShards; lowered until one item of MaxItemSize fits a shard
 	DisableEvictions bool  // -M: a store that needs room fails with NoMemory instead of evicting
 	DisableCAS       bool  // -C: cas ids are reported as 0 and a cas command on a live item is Exists (memcached -C)
+	WindowPercent    int   // the window's share of each shard, 1-99 (see the package comment's Policy); 0 = 60
 	Clock            Clock // nil = SystemClock()
+	// OnEvict, if set, is called for every live item evicted (not for expired or flushed items
+	// reclaimed), under its shard's lock: it must be quick, must not call into the Cache and must
+	// not retain the Item or its slices (memcached's "watch evictions").
+	OnEvict func(it *Item)
 }
 
 // Validate reports whether the config can build a Cache. Errors wrap ErrInvalidConfig.
@@ -48,6 +53,9 @@ func (c Config) Validate() error {
 	}
 	if int64(c.MaxItemSize) > c.MaxBytes {
 		return fmt.Errorf("%w: MaxItemSize %d exceeds MaxBytes %d", ErrInvalidConfig, c.MaxItemSize, c.MaxBytes)
+	}
+	if c.WindowPercent < 0 || c.WindowPercent > 99 {
+		return fmt.Errorf("%w: WindowPercent must be 0 to 99, got %d", ErrInvalidConfig, c.WindowPercent)
 	}
 	if c.Shards < 0 || c.Shards > maxShards || c.Shards&(c.Shards-1) != 0 {
 		return fmt.Errorf("%w: Shards must be 0 or a power of two up to %d, got %d", ErrInvalidConfig, maxShards, c.Shards)

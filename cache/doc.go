@@ -10,57 +10,62 @@
 // # Layout
 //
 // Keys are hashed with hash/maphash; the high bits of the hash pick a shard, each with one
-// sync.Mutex, its slab pages and a tinylfu.T[uint64, uint32]. An item is one record: a 27-byte
-// header (cas, exptime, last access, flags, lengths, state), the key and the value (item.go), in a
-// chunk of one of the shard's slab pages (slab.go): one slab class per Go allocator size class, a
-// page a memory mapping outside the Go heap (pagemem.go) cut into chunks of its class, a record
-// larger than a quarter page a heap buffer of its own. tinylfu maps the key's hash to the chunk's
-// handle (page << 16 | chunk), so it is the index and the policy at once, and there is no other
-// table, list or map. A lookup compares the stored key (a different key with the same 64-bit hash
-// replaces the old one). Deleting, expiring or evicting an item returns its chunk to its class's
-// free list at once, which the next record of that class takes, so churn makes no garbage; its
-// tinylfu entry (the library has no Remove) stays behind, stale, until tinylfu evicts it or a
-// rebuild drops it (policy.go).
+// sync.Mutex and everything below. An item is one record: a 27-byte header (cas, exptime, last
+// access, flags, lengths, state), the key and the value (item.go), in a chunk of one of the
+// shard's slab pages (slab.go): slab classes in steps of 1/32 (8 bytes up to 256), a page a
+// memory mapping outside the Go heap (pagemem.go) cut into chunks of its class, a record larger
+// than the shard's largest chunk a heap buffer of its own. The shard's index (index.go, tandem's
+// own) maps the hash to the chunk's handle (page << 16 | chunk) in 8-byte open-addressing slots
+// and compares the stored key. Deleting, expiring or evicting an item returns its chunk to its
+// class's free list at once, which the next record of that class (or of a class up to a quarter
+// smaller) takes, so churn makes no garbage.
 //
-// What each byte of an item with a 10-byte key and a 100-byte value costs in memory: before
-// issue #18 (item struct, separate buffer), the first rebuild (one record allocation per item
-// behind a slot table) and this layout (slab chunks):
+// What an item with a 10-byte key and a 100-byte value costs (bytes; the tinylfu figures are
+// measured at start-up, see policy.go):
 //
-//	                               before     records    slab chunks
-//	key + value bytes              110        110        110
-//	header                          64 (item)  27         27
-//	size-class rounding              2          7          7  (144-B chunk)
-//	slot table pointer               -          8          -
-//	tinylfu list element + entry    64         75         64  (two 32-B objects)
-//	tinylfu map, sketch, doorkeeper 35-70      39-78      50-100 per capacity / fill (52 at 1M)
-//	pages' free and uncarved chunks  -          -         ~3%
-//	total (heap; now heap + pages) ~300       266-305    ~255-310 (1M items: 289 -> 272 B)
+//	                                 before #24     window item   main item
+//	key + value                      110            110           110
+//	header                            27             27            27
+//	chunk rounding                     7              7             7  (144-B chunk)
+//	index                             (tinylfu)       9-14          9-14
+//	window queue                       -              4-8           -
+//	tinylfu entry                     64              -            80  (56 live, 24 garbage per Add)
+//	tinylfu map, sketch, doorkeeper   50-100          -            52  (per slot of capacity)
+//	total                             255-310       157-166       285-290
+//
+// # Policy
+//
+// A new item enters its shard's window, a CLOCK queue (a hit sets a reference bit; the queue's
+// tail gets a second chance for it). The main space is a go-tinylfu (github.com/dgryski/go-tinylfu,
+// used through its public API only) whose capacity is an item count sized to hold all but
+// WindowPercent (default 60) of the shard's bytes. Room is made in one way: the window's tail is
+// offered to the main space, and once that is full every offer makes go-tinylfu drop exactly one
+// entry, the newcomer or its own victim (OnEvict): a window item needs no tinylfu entry until it
+// is offered, so the window's items are the cheap ones. Every lookup counts in go-tinylfu's
+// frequency sketch, window items' too, so an offered item competes with its real history; as
+// go-tinylfu's doorkeeper turns down every key the first time it is a candidate, an item read
+// since it was stored is offered once more when that happens. A declined item is dropped
+// (counted in evictions) and a later Get misses; Store still returned Stored, as memcached
+// accepts a set whose item is evicted right away. Peek and Walk read records without an access.
 //
 // # Memory bound
 //
-// Everything above is charged against Config.MaxBytes (-m), each shard holding at most
-// MaxBytes/N: its pages as allocated and its index as built, every entry of its capacity
-// included (indexCharge, checked against runtime.MemStats by a test). So the memory of the
-// cache stays below -m whatever the item sizes; the bytes statistic still counts key + value +
-// 48 per item, as memcached's does. A record that finds no free chunk of its class takes one
-// from the class's page being carved, or a new page while the budget has room; else a page of
-// another class without live records is released, else an expired item or the least recently
-// accessed of 8 items of the class is evicted (memcached's per-class LRU tail), and a class
-// without items, or one that has evicted a page's worth, takes the page of an older item of
-// another class (memcached's slab rebalancing). With DisableEvictions only expired items and
-// empty pages go, and the store fails with NoMemory. tinylfu's capacity is an item count: each
-// shard sizes it to its budget over the mean chunk size and rebuilds the index when that drifts
-// (policy.go), so tinylfu does almost all of the evicting.
-//
-// # Admission
-//
-// TinyLFU may decline to keep a new item: a new key enters a small window; when it leaves the
-// window of a full shard it is admitted only if the doorkeeper has seen the key before and its
-// estimated frequency is not below the victim's. A declined item is dropped (counted in
-// evictions) and a later Get misses. Store still returns Stored: the write was accepted, as
-// memcached accepts a set whose item is evicted right away. This is what gives the cache its hit
-// ratio on skewed workloads; a one-off key does not push out a popular one. Every lookup (hits
-// and misses) is an access for tinylfu; Peek and Walk read records without one.
+// Everything is charged against Config.MaxBytes (-m), each shard holding at most MaxBytes/N: its
+// pages as allocated, its index and window queue as allocated, and its tinylfu at full capacity
+// as measured (mainBytes: what New allocates for that capacity, plus capacity times what one
+// entry allocates; nothing models another library's layout). The bytes statistic still counts
+// key + value + 48 per item, as memcached's does. A record that finds no free chunk takes one
+// from its class's page being carved, or a new page while the budget has room; else a free chunk
+// up to a quarter larger; else a page without live records is released, or a page whose records
+// all fit into free chunks of their class elsewhere (they move: tandem owns the index, so a move
+// is a slot update); else the policy evicts (above). Only when the policy has evicted two pages'
+// worth without freeing a usable chunk or page, or has nothing to evict, does the page under the
+// page hand go with its items (memcached's slab rebalancing; counted in ByteEvictions). With
+// DisableEvictions only expired items and empty pages go, and the store fails with NoMemory. The
+// main space's capacity follows the live items' mean chunk size: every quarter capacity in
+// stores it is rebuilt at its share when that moved by an eighth (growing only a full one, and
+// making room through the policy), or to drop stale entries (a deleted main item's entry stays
+// in go-tinylfu, which has no Remove, until evicted) once they are a quarter of it.
 //
 // # Time and expiry
 //
@@ -87,6 +92,6 @@
 //     an absolute time in the past flushes at once (memcached ignores times before its start).
 //   - An immediate flush_all frees the flushed items right away, which memcached's LRU crawler
 //     does shortly after.
-//   - -m covers the index too: at the same -m a cache of small items holds fewer of them than
-//     memcached (whose hash table is outside -m), and the process stays near -m.
+//   - -m covers the index and the policy's memory too (memcached's hash table is outside -m),
+//     so the cache's memory stays below -m.
 package cache

@@ -18,6 +18,8 @@ func FuzzCacheModel(f *testing.F) {
 	f.Add([]byte("\x00\x00\x00\x05\x00\x01\x06\x00\x00"))             // cas 0 on a live item
 	f.Add([]byte("\x00\x01\x22\x0a\x01\x06\x06\x01\x00\x0a\x01\x08")) // incr on " 5 ", "-1"
 	f.Add([]byte("\x00\x00\x80\x06\x00\x00"))                         // exptime of exactly 30 days is relative
+	f.Add([]byte("\x00\x00\x0a\x0a\x00\x0a\x06\x00\x00"))             // incr 2^63-1 by 1e16
+	f.Add([]byte("\x00\x00\x0b\x0a\x00\x02\x06\x00\x00"))             // incr 2^63 by 4e14
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		runModel(t, prog)
 	})
@@ -25,7 +27,8 @@ func FuzzCacheModel(f *testing.F) {
 
 var (
 	modelKeys   = []string{"a", "b", "c", "long-key-d"}
-	modelValues = []string{"", "0", "1", "99", "100", "18446744073709551615", " 5 ", "abc", "-1", "x y"}
+	modelValues = []string{"", "0", "1", "99", "100", "18446744073709551615", " 5 ", "abc", "-1", "x y",
+		"9223372036854775807", "9223372036854775808"} // 2^63 - 1 and 2^63: incr crosses 2^63 without wrapping
 	modelExps   = []int64{0, 0, -1, 1, 2, 5, 3 /*+now*/, 30*24*3600 + 1, 30 * 24 * 3600}
 	modelDelays = []int64{0, -1, 1, 2, 3, 4 /*+now*/}
 )

@@ -104,8 +104,8 @@ func checkInvariants(t testing.TB, c *Cache) {
 				free[h] = true
 			}
 		}
-		var n int
-		var size, recBytes, pageBytes int64
+		var n, window, mainItems int
+		var size, recBytes, pageBytes, wbytes int64
 		for p, pg := range s.pages {
 			if pg.mem == nil {
 				continue
@@ -121,10 +121,16 @@ func checkInvariants(t testing.TB, c *Cache) {
 					}
 					continue
 				}
-				if got, ok := s.index.Get(s.hash(r.key())); !ok || got != h {
-					t.Errorf("shard %d: live item %q in chunk %x not indexed (entry %x, %v)", i, r.key(), h, got, ok)
+				if got, _ := s.lookupLocked(s.hash(r.key()), r.key()); got != h {
+					t.Errorf("shard %d: live item %q in chunk %x not indexed (index says %x)", i, r.key(), h, got)
 				}
-				if cap(r) != sizeClass(len(r)) {
+				if r.state()&stMain == 0 {
+					window++
+					wbytes += int64(cap(r))
+				} else {
+					mainItems++
+				}
+				if _, size := s.classFor(len(r)); cap(r) < size || cap(r) > size+size/4 {
 					t.Errorf("shard %d: record %q of %d bytes in a %d-byte chunk", i, r.key(), len(r), cap(r))
 				}
 				live++
@@ -140,36 +146,54 @@ func checkInvariants(t testing.TB, c *Cache) {
 			t.Errorf("shard %d: count %d bytes %d recBytes %d pageBytes %d, walked %d, %d, %d and %d",
 				i, s.n, s.bytes, s.recBytes, s.pageBytes, n, size, recBytes, pageBytes)
 		}
-		if s.used() > s.cfg.budget {
-			t.Errorf("shard %d: used %d over budget %d", i, s.used(), s.cfg.budget)
+		if s.used() > s.budget {
+			t.Errorf("shard %d: used %d over budget %d", i, s.used(), s.budget)
 		}
-		if s.entries < s.n || s.entries > s.capacity {
-			t.Errorf("shard %d: entries %d, live %d, capacity %d", i, s.entries, s.n, s.capacity)
+		if s.entries < mainItems || s.entries > s.capacity {
+			t.Errorf("shard %d: entries %d, main items %d, capacity %d", i, s.entries, mainItems, s.capacity)
+		}
+		if window != s.wn || wbytes != s.wbytes || s.idx.n != s.n || s.win.n < s.wn {
+			t.Errorf("shard %d: window %d items %d bytes (counted %d, %d), index %d of %d, queue %d",
+				i, window, wbytes, s.wn, s.wbytes, s.idx.n, s.n, s.win.n)
 		}
 		total += s.used()
 		s.mu.Unlock()
 	}
-	if total > c.limit {
-		t.Errorf("used %d over limit %d", total, c.limit)
+	if total > c.limit.Load() {
+		t.Errorf("used %d over limit %d", total, c.limit.Load())
 	}
 }
 
 // itemCharge is about what one item of the given key and value lengths charges against the
-// budget: its chunk, its index entry and its share of the index.
+// budget: its chunk, its tinylfu entry and its share of the index and the sketch.
 func itemCharge(klen, vlen int) int64 {
-	return int64(sizeClass(hdrSize+klen+vlen)) + entryBytes + 40
+	return int64(sizeClass(hdrSize+klen+vlen)) + mainEntryBytes() + 32
 }
 
-// exactBudget is the budget of one shard of records too large for its pages whose smallest
-// index holds n items of the given key and value lengths: exactly n of them fit.
+// exactBudget is the budget of one shard of records too large for its pages (heap buffers) whose
+// smallest main space and n items of the given key and value lengths fit exactly.
 func exactBudget(n, klen, vlen int) int64 {
-	return indexCharge(minCapacity) + int64(n)*int64(sizeClass(hdrSize+klen+vlen))
+	var x index
+	var q ring
+	for i := range n {
+		x.insert(uint64(i), 0)
+		q.push(0)
+	}
+	return mainBytes(minCapacity) + x.bytes() + q.bytes() + int64(n)*int64(heapSize(hdrSize+klen+vlen))
 }
 
-func TestSizeClassMatchesAllocator(t *testing.T) {
+func TestSizeClasses(t *testing.T) {
 	for n := 1; n <= 3*maxSmall; n += 1 + n/50 {
-		if got, want := sizeClass(n), cap(slices.Grow([]byte(nil), n)); got != want {
-			t.Fatalf("sizeClass(%d) = %d, the allocator gives %d", n, got, want)
+		if got, want := heapSize(n), cap(slices.Grow([]byte(nil), n)); got != want {
+			t.Fatalf("heapSize(%d) = %d, the allocator gives %d", n, got, want)
 		}
+		if n <= maxSmall {
+			if c := sizeClass(n); c < n || (n > 256 && c-n > c/32) || c%8 != 0 {
+				t.Fatalf("sizeClass(%d) = %d: too small, too wasteful or unaligned", n, c)
+			}
+		}
+	}
+	if len(slabSizes) > 255 {
+		t.Fatalf("%d slab classes do not fit classOf", len(slabSizes))
 	}
 }

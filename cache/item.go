@@ -29,6 +29,10 @@ const (
 	stTokenSent // a win token (W) was handed out for this item
 	stKeyBinary // stored with a base64 key (ms b): k flags return it encoded
 	stLive      // the chunk holds a live record (setState sets it; a free chunk has state 0)
+	// Policy state (policy.go), kept by setState.
+	stMain  // in the main space (else in the window)
+	stRef   // hit while in the window since it was last queued
+	stRetry // offered to the main space again after go-tinylfu first dropped it
 )
 
 var le = binary.LittleEndian
@@ -45,7 +49,7 @@ func (r record) setCAS(v uint64)     { le.PutUint64(r[offCAS:], v) }
 func (r record) setExptime(v uint32) { le.PutUint32(r[offExptime:], v) }
 func (r record) setAtime(v uint32)   { le.PutUint32(r[offAtime:], v) }
 func (r record) setFlags(v uint32)   { le.PutUint32(r[offFlags:], v) }
-func (r record) setState(v uint8)    { r[offState] = v | stLive }
+func (r record) setState(v uint8)    { r[offState] = v | stLive | r[offState]&stMain }
 
 // size is what the item counts in the bytes statistic (memcached's item size).
 func (r record) size() int64 { return int64(len(r)-hdrSize) + ItemOverhead }

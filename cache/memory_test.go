@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -176,4 +177,38 @@ func TestInPlaceOverwrite(t *testing.T) {
 		t.Fatalf("small value charges %d bytes", charge)
 	}
 	checkInvariants(t, c)
+}
+
+// TestSetMemoryLimit: cache_memlimit's cache side. Shrinking evicts down to the new budget at
+// once and keeps the bound afterwards; growing lets the cache hold more; a limit below one item
+// of the maximum size per shard is refused.
+func TestSetMemoryLimit(t *testing.T) {
+	c, _ := newTestCache(t, Config{MaxBytes: 8 << 20, MaxItemSize: 1024, Shards: 4})
+	val := make([]byte, 200)
+	fill := func(n int) {
+		for i := range n {
+			c.Store(Set, fmt.Appendf(nil, "k%d", i), val, 0, 0, 0)
+		}
+	}
+	fill(60_000)
+	full := c.Stats().CurrItems
+	if err := c.SetMemoryLimit(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Used > 2<<20 || st.LimitMaxbytes != 2<<20 || st.CurrItems >= full {
+		t.Fatalf("after shrinking to 2 MiB: used %d, limit %d, items %d (were %d)", st.Used, st.LimitMaxbytes, st.CurrItems, full)
+	}
+	fill(60_000)
+	checkInvariants(t, c)
+	if err := c.SetMemoryLimit(16 << 20); err != nil {
+		t.Fatal(err)
+	}
+	fill(60_000)
+	if st := c.Stats(); st.CurrItems <= full || st.Used > 16<<20 {
+		t.Fatalf("after growing to 16 MiB: items %d (were %d at 8 MiB), used %d", st.CurrItems, full, st.Used)
+	}
+	checkInvariants(t, c)
+	if err := c.SetMemoryLimit(3 * 1024); !errors.Is(err, ErrMemoryLimit) {
+		t.Fatalf("a limit below an item per shard: %v", err)
+	}
 }

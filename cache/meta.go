@@ -1,7 +1,5 @@
 package cache
 
-import "hash/maphash"
-
 // Operations of memcached's meta protocol (mg, ms, md, me; ma is in arith.go) and the binary
 // protocol's CAS-checked variants, with memcached 1.6.18's semantics. Each runs under one shard
 // lock, so what it reports and what it changes are one atomic step.
@@ -31,7 +29,7 @@ type MetaGetOptions struct {
 func (c *Cache) MetaGet(dst, key []byte, opt MetaGetOptions, a Appender) ([]byte, bool) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	_, _, it := s.findLocked(h, key)
+	_, it := s.findLocked(h, key)
 	created := false
 	if it == nil && opt.Vivify {
 		if it = s.vivifyLocked(c, h, key, nil, opt.NewCAS); it != nil {
@@ -107,7 +105,7 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 	// the meta semantics need it, so a plain ms counts once, like set.
 	var it record
 	if (mode == CAS && opt.Invalidate) || ((mode == Append || mode == Prepend) && cas != 0) {
-		_, _, it = s.findLocked(h, key)
+		_, it = s.findLocked(h, key)
 	}
 	var stale uint8
 	switch {
@@ -151,7 +149,7 @@ type MetaDeleteOptions struct {
 func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
-	i, _, it := s.findLocked(h, key)
+	i, it := s.findLocked(h, key)
 	if it == nil || (opt.CompareCAS && c.visibleCAS(it.cas()) != opt.CAS) {
 		s.st.DeleteMisses++
 		if it == nil {
@@ -177,20 +175,13 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 }
 
 // Peek looks key up without side effects, as memcached's me does: no counter, access time,
-// fetched flag or token changes, no access for tinylfu (whose only lookup, Get, counts as one, so
-// Peek walks the shard's records instead, a bounded number per lock hold: it is meant for
-// debugging), and an expired or flushed item is a miss but stays. It hands the item to a like
-// MetaGet (Now set).
+// fetched flag, token or policy changes, and an expired or flushed item is a miss but stays. It
+// hands the item to a like MetaGet (Now set).
 func (c *Cache) Peek(dst, key []byte, a Appender) ([]byte, bool) {
-	h := maphash.Bytes(c.seed, key)
-	cur := c.ClassCursor(int(h>>c.shift) + 1)
-	hit := false
-	for !cur.done && !hit {
-		cur = c.walk(cur, walkLockHold, func(s *shard, _ int, _ uint32, r record) {
-			if !hit && string(r.key()) == string(key) && !s.invalidLocked(r) {
-				dst, hit = a.AppendItem(dst, s.viewLocked(c, r)), true
-			}
-		})
+	s, h := c.lock(key)
+	defer s.mu.Unlock()
+	if _, r := s.lookupLocked(h, key); r != nil && !s.invalidLocked(r) {
+		return a.AppendItem(dst, s.viewLocked(c, r)), true
 	}
-	return dst, hit
+	return dst, false
 }

@@ -1,22 +1,21 @@
 package cache
 
 import (
-	"math"
 	"math/bits"
+	"runtime"
+	"sync"
 
 	"github.com/dgryski/go-tinylfu"
 )
 
-// Sizing of each shard's tinylfu (beforeInsertLocked grows it, maintainLocked shrinks it). It
-// has no resize, so a change rebuilds the index from the pages; between two rebuilds there are at
-// least a quarter of the capacity in new entries or stores, so the cost is amortized O(1) per
-// store. The index is charged at full capacity (see Memory bound), so an Add never needs room.
+// The policy: a window in front of go-tinylfu (see the package comment's Policy).
+
 const (
-	minCapacity     = 16  // smallest index; tinylfu needs a few slots for its segments
-	initialCapacity = 256 // powers of two use every counter of the count-min sketch
-	fillNum         = 31  // the capacity targets fillNum/fillDen of the budget, leaving slack
-	fillDen         = 32  // for size variance so that tinylfu, not byte pressure, mostly evicts
-	entryBytes      = 64  // go-tinylfu's list element and entry, 32 bytes each, per entry
+	minCapacity     = 16  // smallest main space; tinylfu needs a few slots for its segments
+	initialCapacity = 256 // main space of a new shard; grown to its share as items arrive
+	// WindowPercent's default: the window takes the rest of the shard once the main space holds
+	// its share. See docs/benchmarks.md, "Hit ratio per byte", for how it was chosen.
+	defaultWindowPercent = 60
 )
 
 // samples is tinylfu's sample size (Gets between counter halvings) for a capacity: 6.5 per slot
@@ -24,105 +23,248 @@ const (
 // sample at 1% false positives) to 97% at a power-of-two capacity, where 7 would double it.
 func samples(capacity int) int { return capacity * 13 / 2 }
 
-// indexCharge is what an index of the given capacity costs in the heap when full, as go-tinylfu
-// v0.1.0 allocates it on Go's swiss-table maps: the map presized for capacity entries (groups of
-// 8 slots of 16 bytes and 8 control bytes, in tables of up to 1024 slots; both the table count
-// and the slots per table are powers of two, each table one allocation), the count-min sketch
-// (4 rows of the next power of two of 4 x capacity 4-bit counters), the doorkeeper and the
-// entries. TestIndexCharge checks it against runtime.MemStats.
-func indexCharge(capacity int) int64 {
-	hint := capacity * 8 / 7
-	tables := pow2((hint + 1023) / 1024)
-	groups := max(pow2(hint/tables), 8) / 8
-	sketch := 2 * pow2(4*capacity)
-	door := max(pow2(int(float64(samples(capacity))*-math.Log(0.01)/(math.Ln2*math.Ln2))), 1024) / 8
-	return int64(tables*(sizeClass(groups*136)+56) + sketch + door + capacity*entryBytes + 560)
-}
-
-// pow2 returns the smallest power of two >= n (1 for n <= 1).
-func pow2(n int) int { return 1 << bits.Len(uint(max(n, 1)-1)) }
-
-// newIndexLocked replaces the index with an empty one of the given capacity. Stale entries of
-// the old index are dropped with it; live items must be re-added by the caller.
-func (s *shard) newIndexLocked(capacity int) {
-	capacity = max(capacity, minCapacity)
-	s.index = tinylfu.New[uint64, uint32](capacity, samples(capacity),
-		func(h uint64) uint64 { return h }, tinylfu.OnEvict[uint64, uint32](s.onEvict))
-	s.capacity, s.indexBytes = capacity, indexCharge(capacity)
-	s.entries, s.writes, s.pressure = 0, 0, 0
-}
-
-// fitCapacity returns about the largest capacity (at least minCapacity) whose index, with as
-// many records of per bytes, fits in room.
-func fitCapacity(room, per int64) int {
-	t := int(room / (per + entryBytes + 40))
-	for t > minCapacity && indexCharge(t)+int64(t)*per > room {
-		t -= t/16 + 1
+// go-tinylfu's memory is measured, not modelled from its source, so that an upgrade of the
+// library or of Go's maps cannot make the charge wrong: mainBytes(c) is what New allocates for
+// capacity c plus c times what one entry allocates (measured on a tinylfu of 1024 entries). Each
+// is the least of three tries, as a concurrent allocation elsewhere only adds to a try, and is
+// measured once per process (per capacity for New).
+func mainBytes(capacity int) int64 {
+	if b, ok := mainNewBytes.Load(capacity); ok {
+		return b.(int64) + int64(capacity)*mainEntryBytes()
 	}
-	return max(t, minCapacity)
+	best := int64(1 << 62)
+	for range 3 {
+		before := allocated()
+		t := newMain(capacity)
+		best = min(best, allocated()-before)
+		runtime.KeepAlive(t)
+	}
+	mainNewBytes.Store(capacity, best)
+	return best + int64(capacity)*mainEntryBytes()
 }
 
-// targetCapacity is the largest item count whose index and records, at the live items' mean
-// chunk size, fill fillNum/fillDen of the budget.
+var mainNewBytes sync.Map // capacity -> bytes New allocates
+
+var mainEntryBytes = sync.OnceValue(func() int64 {
+	const c = 1024
+	best := int64(1 << 62)
+	for range 3 {
+		t := newMain(c)
+		before := allocated()
+		for k := range uint64(c) {
+			t.Add(k*0x9E3779B97F4A7C15+1, struct{}{})
+		}
+		best = min(best, (allocated()-before+c-1)/c)
+		runtime.KeepAlive(t)
+	}
+	return best
+})
+
+// allocated returns the bytes the process has allocated on the heap so far.
+func allocated() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.TotalAlloc)
+}
+
+func newMain(capacity int, opts ...tinylfu.Option[uint64, struct{}]) *tinylfu.T[uint64, struct{}] {
+	return tinylfu.New(capacity, samples(capacity), func(h uint64) uint64 { return h }, opts...)
+}
+
+// newMainLocked replaces the main space with an empty one of the given capacity. Its entries are
+// dropped with the old one; the caller re-adds the live main items.
+func (s *shard) newMainLocked(capacity int) {
+	capacity = max(capacity, minCapacity)
+	s.mainBytes = mainBytes(capacity)
+	s.main = newMain(capacity, tinylfu.OnEvict(s.onEvict), tinylfu.OnReplace(s.onReplace))
+	s.capacity, s.entries, s.writes = capacity, 0, 0
+}
+
+// onEvict is tinylfu's eviction callback; it runs inside main.Add, under mu. If the entry
+// named a live main item (not a stale entry of a deleted key, nor a key since stored again into
+// the window), that item is evicted; the record in chunk keep goes back to the window instead.
+func (s *shard) onEvict(h uint64, _ struct{}) {
+	s.entries--
+	for i, j := s.idx.find(h, -1); i >= 0; i, j = s.idx.find(h, i) {
+		if r := s.liveAt(j); r != nil && r.state()&stMain != 0 && s.hash(r.key()) == h {
+			if j == s.keep { // the record a store is copying from: back to the window
+				r[offState] &^= stMain
+				s.enterWindowLocked(j, r)
+				return
+			}
+			if r.state()&(stRetry|stFetched) == stFetched {
+				// go-tinylfu's doorkeeper turns down every key the first time it is a
+				// candidate; a key read since it was stored was seen before, so it is offered
+				// once more (offerLocked does it, outside this callback).
+				r[offState] |= stRetry
+				s.retry = append(s.retry, h)
+				return
+			}
+			s.dropLocked(j)
+			return
+		}
+	}
+}
+
+// onReplace is tinylfu's callback for an Add of a key it holds (a stale entry made live again).
+func (s *shard) onReplace(uint64, struct{}) { s.entries-- }
+
+// accessLocked records a lookup of key hash h that found r (nil: a miss) for the policy.
+func (s *shard) accessLocked(h uint64, r record) {
+	s.main.Get(h)
+	if r != nil && r.state()&stMain == 0 {
+		r[offState] |= stRef
+	}
+}
+
+// enterWindowLocked queues the record in chunk j, new to the window or moved to j.
+func (s *shard) enterWindowLocked(j uint32, r record) {
+	s.wn++
+	s.wbytes += int64(cap(r))
+	if s.win.n == len(s.win.buf) && s.win.n > 2*s.wn+64 {
+		s.compactWindowLocked() // rather than grow
+	}
+	s.win.push(j)
+}
+
+// leaveWindowLocked accounts for a window record leaving (dropped, moved or promoted); its
+// queue entry goes stale and is skipped when it comes up.
+func (s *shard) leaveWindowLocked(r record) {
+	s.wn--
+	s.wbytes -= int64(cap(r))
+}
+
+// evictLocked offers window records to the main space, oldest first (a record with stRef is
+// queued again instead, its bit cleared), until go-tinylfu drops one live item, and reports
+// whether one went. The record in chunk keep is never offered.
+func (s *shard) evictLocked(keep uint32) bool {
+	n := s.n
+	for budget := 2*s.win.n + 1; budget > 0 && s.wn > 0; budget-- {
+		j := s.win.pop()
+		r := s.liveAt(j)
+		if r == nil || r.state()&stMain != 0 {
+			continue // stale: dropped, moved or promoted since it was queued
+		}
+		if r.state()&stRef != 0 || j == keep {
+			r[offState] &^= stRef
+			s.win.push(j)
+			continue
+		}
+		s.leaveWindowLocked(r)
+		r[offState] = r[offState]&^stRetry | stMain
+		s.offerLocked(s.hash(r.key()))
+		if s.n < n {
+			return true
+		}
+	}
+	return false
+}
+
+// offerLocked adds key hash h to the main space, and again every key go-tinylfu drops on the way
+// that has a retry coming (see onEvict).
+func (s *shard) offerLocked(h uint64) {
+	s.entries++
+	s.main.Add(h, struct{}{})
+	for len(s.retry) > 0 {
+		h = s.retry[len(s.retry)-1]
+		s.retry = s.retry[:len(s.retry)-1]
+		s.entries++
+		s.main.Add(h, struct{}{})
+	}
+}
+
+// compactWindowLocked drops the window queue's stale entries, in place, keeping the order. (A
+// chunk freed and taken by a new window record may stay queued twice: its older entry only
+// brings its turn forward.)
+func (s *shard) compactWindowLocked() {
+	q, kept := &s.win, 0
+	for i := range q.n {
+		j := q.buf[(q.head+i)&(len(q.buf)-1)]
+		if r := s.liveAt(j); r != nil && r.state()&stMain == 0 {
+			q.buf[(q.head+kept)&(len(q.buf)-1)] = j
+			kept++
+		}
+	}
+	q.n = kept
+}
+
+// targetCapacity is the main space's item count that fills its share of the shard (all but
+// WindowPercent of what the pages may take) at the live items' mean chunk size.
 func (s *shard) targetCapacity() int {
 	if s.n == 0 {
 		return s.capacity
 	}
-	return min(fitCapacity(s.cfg.budget/fillDen*fillNum, s.recBytes/int64(s.n)), s.cfg.maxCap)
+	room := s.budget - s.idx.bytes() - s.win.bytes()
+	share := room / 100 * int64(100-s.cfg.windowPercent)
+	per := s.recBytes/int64(s.n) + s.mainBytes/int64(s.capacity)
+	t := min(max(int(share/per), minCapacity), s.cfg.maxCap)
+	step := 1 << max(bits.Len(uint(t))-4, 0) // four significant bits: few distinct sizes to measure
+	return t &^ (step - 1)
 }
 
-// beforeInsertLocked runs before a new entry is added to a full index, where tinylfu would
-// evict: it grows the index when live items fill half of it and the budget has room, and purges
-// stale entries once they fill a quarter of it, or with evictions disabled any (only a full byte
-// budget may refuse a store then). It reports false, the store must fail, when evictions are
-// disabled and the index can neither drop a stale entry nor grow within the budget.
-func (s *shard) beforeInsertLocked() bool {
-	c := s.capacity
-	if s.entries < c {
-		return true
-	}
-	stale := s.entries - s.n
-	grow := min(2*c, s.targetCapacity())
-	switch {
-	case grow > c+c/16 && s.n >= c/2 && s.used()+indexCharge(grow)-s.indexBytes <= s.cfg.budget:
-		s.rebuildLocked(grow)
-	case stale >= c/4 || (s.cfg.disableEvictions && stale > 0):
-		s.rebuildLocked(c)
-	case s.cfg.disableEvictions:
-		return false
-	}
-	return true
-}
-
-// maintainLocked runs after every store: when byte-pressure evictions keep happening (an eighth
-// of the capacity since the last rebuild) while the index holds over 3% more items than the
-// budget fits at the current mean chunk size, it shrinks the index so that tinylfu, not byte
-// pressure, does the evicting again.
+// maintainLocked runs after every store: every quarter of the capacity in stores it resizes the
+// main space to its share when that has moved by an eighth (growing a full one, or one about to
+// be, see growsEarlyLocked), or drops its stale entries once they are a quarter of it; then it
+// makes room while the shard is over its budget.
 func (s *shard) maintainLocked() {
-	s.writes++
-	c := s.capacity
-	if s.pressure < c/8 || s.writes < c/4 {
-		return
+	if s.writes++; s.writes >= max(s.capacity/4, 64) && !s.cfg.disableEvictions {
+		c, target := s.capacity, s.targetCapacity()
+		switch {
+		case target > c+c/8 && (s.entries >= c || s.growsEarlyLocked(target)), target < c-c/8:
+			s.rebuildLocked(target)
+		case s.entries-(s.n-s.wn) >= c/4:
+			s.rebuildLocked(c)
+		}
+		s.writes = 0
 	}
-	if target := s.targetCapacity(); target < c-c/32 {
-		s.rebuildLocked(target)
-	}
-	s.writes, s.pressure = 0, 0
+	s.fitLocked(noHandle, 0) // a larger main space makes room through the policy
 }
 
-// rebuildLocked replaces the index with one of the given capacity holding exactly the live
-// items, re-added in page order. Live items beyond the capacity are evicted first (the least
-// recently accessed under the hand), so the fresh index admits every one of them. Frequency and
-// recency history is lost; stale entries are dropped.
+// growsEarlyLocked reports whether the main space should grow to target before it is full: once
+// the shard is half full, while the budget has room. A rebuild loses the frequency history, so
+// the main space had better have its size before the items it will hold have a history; a shard
+// that never fills half its budget keeps a small one.
+func (s *shard) growsEarlyLocked(target int) bool {
+	return s.used()*2 > s.budget && s.used()+mainBytes(target)-s.mainBytes <= s.budget
+}
+
+// rebuildLocked replaces the main space with one of the given capacity and re-adds the live
+// main items in page order; beyond the capacity, the new tinylfu evicts as it always does.
+// Frequency history is lost; stale entries are dropped.
 func (s *shard) rebuildLocked(capacity int) {
-	for s.n > capacity {
-		victim, _ := s.sampleLocked(anyClass, noHandle)
-		s.dropLocked(victim, false)
-	}
-	s.newIndexLocked(capacity)
+	s.newMainLocked(capacity)
 	s.st.Rebuilds++
-	for h, r := range s.records {
-		s.index.Add(s.hash(r.key()), h)
-		s.entries++
+	for _, r := range s.records {
+		if r.state()&stMain != 0 {
+			s.offerLocked(s.hash(r.key()))
+		}
 	}
 }
+
+// ring is a FIFO queue of chunk handles, its size a power of two.
+type ring struct {
+	buf  []uint32
+	head int
+	n    int
+}
+
+func (q *ring) push(j uint32) {
+	if q.n == len(q.buf) {
+		buf := make([]uint32, max(2*len(q.buf), 16))
+		for i := range q.n {
+			buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+		}
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = j
+	q.n++
+}
+
+func (q *ring) pop() uint32 {
+	j := q.buf[q.head]
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return j
+}
+
+func (q *ring) bytes() int64 { return int64(cap(q.buf)) * 4 }

@@ -93,7 +93,7 @@ func (c *Cache) Maintain(maxSlots int) int {
 	reclaimed := 0
 	c.sweep = c.walk(c.sweep, maxSlots, func(s *shard, _ int, i uint32, r record) {
 		if s.invalidLocked(r) {
-			s.dropLocked(i, false)
+			s.dropLocked(i)
 			reclaimed++
 		}
 	})

@@ -18,7 +18,6 @@ type page struct {
 
 const (
 	large    = -1         // the class of a large record's page
-	anyClass = -2         // every class, to sampleLocked
 	noHandle = ^uint32(0) // no chunk
 	maxPages = 1 << 16    // page indexes fit the handle's upper 16 bits
 )
@@ -29,38 +28,73 @@ func handle(p, i int) uint32 { return uint32(p)<<16 | uint32(i) }
 // slabClass holds a class's free chunks, linked through their first 4 bytes, and its pages.
 type slabClass struct {
 	free    uint32 // the first free chunk's handle + 1 (0: none); each holds the next one's
+	nfree   int    // free chunks
 	carving int    // the page whose uncarved tail the class uses next, + 1 (0: none)
 	pages   int    // pages of the class
-	evicted int    // byte-pressure evictions since the class last looked for a page to take
 }
 
-// maxSmall is the largest of the Go allocator's small size classes; larger allocations are
-// rounded up to its 8 KiB pages.
+// maxSmall is the largest chunk of a slab class; a larger record is a heap buffer of its own,
+// rounded to the Go allocator's 8 KiB pages.
 const maxSmall = 32 << 10
 
-// slabSizes lists the chunk size of each slab class: the Go allocator's small size classes,
-// read from the allocator at start-up (an append's capacity is rounded up to the size class)
-// rather than copied from the runtime's source. classOf[(n+7)/8] is the class of an n-byte
-// record, n <= maxSmall.
-var slabSizes, classOf = func() ([]int, []int8) {
+// slabSizes lists the chunk size of each slab class: every multiple of 8 bytes up to 256, then
+// steps of a thirty-second (a record wastes at most 3% of its chunk; Go's own size classes and
+// memcached's factor 1.25 waste up to 12.5% and 25%). classOf[(n+7)/8] is the class of an
+// n-byte record, n <= maxSmall.
+var slabSizes, classOf = func() ([]int, []uint8) {
 	var sizes []int
-	of := make([]int8, maxSmall/8+1)
-	for n := 8; n <= maxSmall; n += 8 {
-		if len(sizes) == 0 || sizes[len(sizes)-1] < n {
-			sizes = append(sizes, cap(slices.Grow([]byte(nil), n)))
+	for n := 8; n <= maxSmall; n += max(8, n/32&^7) {
+		sizes = append(sizes, n)
+	}
+	if sizes[len(sizes)-1] < maxSmall {
+		sizes = append(sizes, maxSmall)
+	}
+	of := make([]uint8, maxSmall/8+1)
+	cl := 0
+	for i := range of {
+		for sizes[cl] < i*8 {
+			cl++
 		}
-		of[n/8] = int8(len(sizes) - 1)
+		of[i] = uint8(cl)
 	}
 	return sizes, of
 }()
 
-// sizeClass returns the number of bytes the Go allocator uses for an n-byte allocation: the
-// chunk size of a record of n bytes.
-func sizeClass(n int) int {
-	if n <= maxSmall {
-		return slabSizes[classOf[(n+7)>>3]]
+// sizeClass returns the chunk size of an n-byte record, n <= maxSmall.
+func sizeClass(n int) int { return slabSizes[classOf[(n+7)>>3]] }
+
+// heapSizes lists the Go allocator's size classes up to maxSmall, read from the allocator at
+// start-up (an append's capacity is rounded up to the size class) rather than copied from the
+// runtime's source: a large record's buffer and a page below the kernel's page size are heap
+// allocations of that size.
+var heapSizes = func() []int {
+	var sizes []int
+	for n := 8; n <= maxSmall; n += 8 {
+		if len(sizes) == 0 || sizes[len(sizes)-1] < n {
+			sizes = append(sizes, cap(slices.Grow([]byte(nil), n)))
+		}
 	}
-	return (n + 8191) &^ 8191
+	return sizes
+}()
+
+// heapSize returns the bytes the Go allocator takes for an n-byte allocation.
+func heapSize(n int) int {
+	if n > maxSmall {
+		return (n + 8191) &^ 8191
+	}
+	i, _ := slices.BinarySearch(heapSizes, n)
+	return heapSizes[i]
+}
+
+// classFor returns the slab class and the memory of a record of n bytes in this shard: its
+// chunk, or (class large) its own heap buffer when no chunk of the shard is large enough.
+func (s *shard) classFor(n int) (cl, size int) {
+	if n <= s.cfg.maxChunk {
+		if c := sizeClass(n); c <= s.cfg.maxChunk {
+			return int(classOf[(n+7)>>3]), c
+		}
+	}
+	return large, heapSize(n)
 }
 
 // chunk returns chunk h's bytes (its length and capacity are the chunk size).
@@ -99,22 +133,23 @@ func (s *shard) records(yield func(uint32, record) bool) {
 // (see the file comment); the record in chunk keep is never evicted. It reports false when no
 // room can be made (evictions disabled).
 func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
-	size, cl := sizeClass(n), large
-	if size <= s.cfg.maxChunk {
-		cl = int(classOf[size/8])
-	}
+	cl, size := s.classFor(n)
 	for {
 		if h, ok := s.takeLocked(cl); ok {
+			s.stealing = 0
 			return h, true
 		}
 		need := size
 		if cl != large {
 			need = s.nextPage(cl)
 		}
-		if s.used()+int64(need) <= s.cfg.budget && len(s.pages)-len(s.unused) < maxPages {
+		if s.used()+int64(need) <= s.budget && len(s.pages)-len(s.unused) < maxPages {
 			if p := s.newPageLocked(cl, need); cl == large {
 				return handle(p, 0), true
 			}
+		} else if h, ok := s.takeLargerLocked(cl); ok {
+			s.stealing = 0
+			return h, true
 		} else if !s.makeRoomLocked(cl, keep) {
 			return noHandle, false
 		}
@@ -122,13 +157,14 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 }
 
 // nextPage is the size of class cl's next page: 16 chunks, or as many as the class has; from
-// the kernel's page size on, a whole number of its pages (see pagemem.go).
+// the kernel's page size on, a whole number of its pages (see pagemem.go), below it what the Go
+// allocator gives for it.
 func (s *shard) nextPage(cl int) int {
-	n := sizeClass(min(slabSizes[cl]<<(4+min(s.slab[cl].pages, 20)), s.cfg.maxPage))
+	n := min(slabSizes[cl]<<(4+min(s.slab[cl].pages, 20)), s.cfg.maxPage)
 	if n >= osPage {
-		n = (n + osPage - 1) &^ (osPage - 1)
+		return (n + osPage - 1) &^ (osPage - 1)
 	}
-	return n
+	return heapSize(n)
 }
 
 // takeLocked pops a free chunk of class cl, or carves one from its page.
@@ -138,9 +174,7 @@ func (s *shard) takeLocked(cl int) (uint32, bool) {
 	}
 	sc := &s.slab[cl]
 	if sc.free != 0 {
-		h := sc.free - 1
-		sc.free = le.Uint32(s.chunk(h))
-		return h, true
+		return s.popFreeLocked(cl), true
 	}
 	if sc.carving == 0 {
 		return 0, false
@@ -151,6 +185,39 @@ func (s *shard) takeLocked(cl int) (uint32, bool) {
 		sc.carving = 0
 	}
 	return h, true
+}
+
+// pushFreeLocked puts the free chunk h on class cl's free list.
+func (s *shard) pushFreeLocked(cl int, h uint32) {
+	sc := &s.slab[cl]
+	le.PutUint32(s.chunk(h), sc.free)
+	sc.free = h + 1
+	sc.nfree++
+	s.freeBytes += int64(slabSizes[cl])
+}
+
+// popFreeLocked takes the first chunk of class cl's free list, which must not be empty.
+func (s *shard) popFreeLocked(cl int) uint32 {
+	sc := &s.slab[cl]
+	h := sc.free - 1
+	sc.free = le.Uint32(s.chunk(h))
+	sc.nfree--
+	s.freeBytes -= int64(slabSizes[cl])
+	return h
+}
+
+// takeLargerLocked pops a free chunk of a larger class than cl, at most a quarter larger, for
+// when the budget is spent: an eviction frees a chunk of whichever class the policy chose.
+func (s *shard) takeLargerLocked(cl int) (uint32, bool) {
+	if cl == large {
+		return 0, false
+	}
+	for c := cl + 1; c < len(slabSizes) && slabSizes[c] <= slabSizes[cl]+slabSizes[cl]/4; c++ {
+		if s.slab[c].free != 0 {
+			return s.popFreeLocked(c), true
+		}
+	}
+	return 0, false
 }
 
 // newPageLocked adds a page of class cl of n bytes and returns its index.
@@ -173,37 +240,47 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	return p
 }
 
-// makeRoomLocked frees a chunk of class cl or a page (see the file comment), never evicting the
-// record in chunk keep, and reports whether it did. A page without live records goes first.
-// With evictions disabled only expired or flushed items go.
+// makeRoomLocked frees a chunk of class cl, or with cl large room in the budget (a page), never
+// evicting the record in chunk keep, and reports whether it did. In order: a page without live
+// records is released; or a page whose records all fit into free chunks of their class elsewhere
+// (they move there); or the policy evicts an item (evictLocked), whose chunk the next try may
+// take, or whose class may then have a page to spare. Only when the policy has evicted two
+// pages' worth without that, or has nothing to evict, does the page under the page hand go with
+// its items (memcached's slab rebalancing). With evictions disabled only expired items and empty
+// pages go.
 func (s *shard) makeRoomLocked(cl int, keep uint32) bool {
 	if s.cfg.disableEvictions && s.purgeLocked(keep) > 0 {
 		return true
 	}
-	if p := s.pageLocked(cl, keep, true); p >= 0 {
-		return s.freePageLocked(p)
-	} else if s.cfg.disableEvictions {
+	p := s.pageLocked(cl, keep, true)
+	if p < 0 {
+		p = s.sparePageLocked(cl, keep)
+	}
+	if p < 0 && s.cfg.disableEvictions {
 		return false
 	}
-	victim, ok := s.sampleLocked(cl, keep)
-	if cl != large && (!ok || s.slab[cl].evicted >= s.cfg.maxPage/slabSizes[cl]) {
-		// A class without items, or one that has evicted a page's worth of them, takes the page
-		// of the oldest of a few items of any class unless its own oldest is older.
-		s.slab[cl].evicted = 0
-		if other, found := s.sampleLocked(anyClass, keep); found && s.pages[other>>16].class != cl && other>>16 != keep>>16 &&
-			(!ok || s.liveAt(other).atime() <= s.liveAt(victim).atime()) {
-			return s.freePageLocked(int(other >> 16))
+	if p < 0 {
+		rec := s.recBytes
+		if s.stealing < 2*s.cfg.maxPage && s.evictLocked(keep) {
+			s.stealing += int(rec - s.recBytes)
+			return true
+		}
+		if p = s.pageLocked(cl, keep, false); p < 0 {
+			return false
 		}
 	}
-	if ok {
-		if cl != large {
-			s.slab[cl].evicted++
+	return s.freePageLocked(p)
+}
+
+// fitLocked makes room until the shard has extra bytes left in its budget, never evicting the
+// record in chunk keep, and reports whether it has.
+func (s *shard) fitLocked(keep uint32, extra int64) bool {
+	for s.used()+extra > s.budget {
+		if !s.makeRoomLocked(large, keep) {
+			return false
 		}
-		s.dropLocked(victim, true)
-		return true
 	}
-	p := s.pageLocked(cl, keep, false)
-	return p >= 0 && s.freePageLocked(p)
+	return true
 }
 
 // pageLocked returns the first page from the page hand on that holds memory, is neither class
@@ -219,38 +296,93 @@ func (s *shard) pageLocked(cl int, keep uint32, empty bool) int {
 	return -1
 }
 
-// freePageLocked evicts the items of page p and releases it, and reports true.
-func (s *shard) freePageLocked(p int) bool {
-	for i := range s.pages[p].carved {
-		if s.liveAt(handle(p, i)) != nil {
-			s.dropLocked(handle(p, i), true) // a large record's page is released here
-		}
-	}
-	pg := &s.pages[p]
-	if pg.mem == nil {
-		return true
-	}
-	sc := &s.slab[pg.class]
-	if sc.carving == p+1 {
-		sc.carving = 0
-	}
+// unlinkFreeLocked takes page p's chunks off its class's free list.
+func (s *shard) unlinkFreeLocked(p int) {
+	cl := s.pages[p].class
+	sc := &s.slab[cl]
 	var prev uint32 // the last free chunk kept, + 1 (0: the list head)
 	for f := sc.free; f != 0; {
 		next := le.Uint32(s.chunk(f - 1))
 		switch {
 		case int((f-1)>>16) != p:
 			prev = f
+			f = next
+			continue
 		case prev == 0:
 			sc.free = next
 		default:
 			le.PutUint32(s.chunk(prev-1), next)
 		}
+		sc.nfree--
+		s.freeBytes -= int64(slabSizes[cl])
 		f = next
 	}
-	sc.pages--
+}
+
+// freePageLocked releases page p, and reports true. Its live records move to free chunks of
+// its class on other pages while there are any; the rest are evicted.
+func (s *shard) freePageLocked(p int) bool {
+	pg := &s.pages[p]
+	if pg.class != large {
+		s.unlinkFreeLocked(p)
+		if sc := &s.slab[pg.class]; sc.carving == p+1 {
+			sc.carving = 0
+		}
+	}
+	rescue := pg.class != large // until the first eviction, which frees a chunk of p itself
+	for i := range pg.carved {
+		h := handle(p, i)
+		r := s.liveAt(h)
+		switch {
+		case r == nil:
+		case rescue && s.slab[pg.class].free != 0:
+			j := s.popFreeLocked(pg.class)
+			copy(s.chunk(j), r)
+			s.idx.replace(s.hash(r.key()), h, j)
+			s.pages[j>>16].live++
+			pg.live--
+			if r.state()&stMain == 0 {
+				s.win.push(j) // h's queue entry goes stale
+			}
+			r[offState] = 0
+		default:
+			rescue = false
+			if !s.invalidLocked(r) {
+				s.st.ByteEvictions++
+			}
+			s.dropLocked(h) // a large record's page is released here
+		}
+	}
+	s.stealing = 0
+	if pg.mem == nil {
+		return true
+	}
+	s.unlinkFreeLocked(p) // the chunks the evictions freed
+	s.slab[pg.class].pages--
 	s.pageBytes -= int64(len(pg.mem))
 	unmapPage(pg)
 	*pg = page{}
 	s.unused = append(s.unused, p)
 	return true
+}
+
+// sparePageLocked returns the page, of another class than cl and not chunk keep's, with the
+// fewest live records that all fit into free chunks of its class on other pages (releasing it
+// evicts nothing), or -1. It looks only while the free chunks add up to a page.
+func (s *shard) sparePageLocked(cl int, keep uint32) int {
+	if s.freeBytes < int64(s.cfg.maxPage) {
+		return -1
+	}
+	best := -1
+	for p := range s.pages {
+		pg := &s.pages[p]
+		if pg.mem == nil || pg.class == large || pg.class == cl || p == int(keep>>16) {
+			continue
+		}
+		// Carved chunks are live or free: the class's other free chunks are nfree - (carved - live).
+		if pg.live <= s.slab[pg.class].nfree-(pg.carved-pg.live) && (best < 0 || pg.live < s.pages[best].live) {
+			best = p
+		}
+	}
+	return best
 }

@@ -40,11 +40,12 @@ type Stats struct {
 	// tandem-specific, not in memcached's stats.
 	Shards        uint64 // gauge: shard count
 	Used          uint64 // gauge: bytes charged against MaxBytes (the pages and the index)
-	IndexCapacity uint64 // gauge: sum of the shards' tinylfu capacities (items)
-	IndexEntries  uint64 // gauge: tinylfu entries (live items plus stale entries)
-	Tombstones    uint64 // gauge: stale entries: deleted, expired or evicted items still in tinylfu
-	Rebuilds      uint64 // tinylfu rebuilds (grow, shrink, stale entry purge)
-	ByteEvictions uint64 // evictions made by byte pressure (shard.go's scan), not by tinylfu
+	IndexCapacity uint64 // gauge: sum of the shards' main space (tinylfu) capacities (items)
+	IndexEntries  uint64 // gauge: tinylfu entries (main items plus stale entries)
+	Tombstones    uint64 // gauge: stale entries: deleted, expired or evicted main items still in tinylfu
+	Rebuilds      uint64 // main space rebuilds (resize, stale entry purge)
+	ByteEvictions uint64 // evictions by a page moving to another class or released for room, not by the policy
+	WindowItems   uint64 // gauge: live items in the window (the rest are in the main space)
 }
 
 // add adds o's fields to s, viewing both as arrays: every field of Stats is a uint64, and
@@ -65,7 +66,8 @@ func (s *shard) statsLocked() Stats {
 	st.Used = uint64(s.used())
 	st.IndexCapacity = uint64(s.capacity)
 	st.IndexEntries = uint64(s.entries)
-	st.Tombstones = uint64(s.entries - s.n)
+	st.Tombstones = uint64(s.entries - (s.n - s.wn))
+	st.WindowItems = uint64(s.wn)
 	return st
 }
 
@@ -74,7 +76,7 @@ func (s *shard) statsLocked() Stats {
 func (c *Cache) Stats() Stats {
 	st := Stats{
 		CmdFlush:      c.cmdFlush.Load(),
-		LimitMaxbytes: uint64(c.limit),
+		LimitMaxbytes: uint64(c.limit.Load()),
 		Shards:        uint64(len(c.shards)),
 	}
 	for i := range c.shards {
@@ -112,7 +114,7 @@ func (c *Cache) ShardStats(dst []ShardStats) []ShardStats {
 		for _, r := range s.records {
 			oldest = min(oldest, int64(r.atime()))
 		}
-		dst = append(dst, ShardStats{Shard: i, Budget: uint64(s.cfg.budget), Age: now - oldest,
+		dst = append(dst, ShardStats{Shard: i, Budget: uint64(s.budget), Age: now - oldest,
 			Stats: s.statsLocked()})
 		s.mu.Unlock()
 	}

@@ -10,7 +10,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 		s.rejectTooLargeLocked(mode, h, key)
 		return TooLarge, 0, nil
 	}
-	i, entry, old := s.findLocked(h, key)
+	i, old := s.findLocked(h, key)
 	var fail Outcome
 	switch {
 	case mode == Add && old != nil, (mode == Replace || mode == Append || mode == Prepend) && old == nil:
@@ -35,7 +35,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 	var r record
 	if exp == 0 || int64(exp) > s.now {
 		var ok bool
-		if r, ok = s.placeLocked(h, i, entry, old, mode, key, value); !ok {
+		if r, ok = s.placeLocked(h, i, old, mode, key, value); !ok {
 			s.st.StoreNoMemory++
 			return NoMemory, 0, nil
 		}
@@ -59,27 +59,19 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 }
 
 // placeLocked writes key and the new value (see build) into old's chunk if the record still
-// fits it, else into a new chunk, which becomes key's, replacing another key's record of the
-// same hash (i, entry and old are as findLocked returned them). A Set frees old's chunk first;
-// the other modes keep old's header fields and leave old in place when there is no room. It
-// returns the record, or false when there is no room.
-func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode StoreMode, key, value []byte) (record, bool) {
-	if entry && old == nil {
-		if other := s.liveAt(i); other != nil && s.hash(other.key()) == h {
-			s.killLocked(i) // a 64-bit hash collision: the new key replaces the other one
-		}
-	}
+// fits it, else into a new chunk, which becomes key's (i and old are as findLocked returned
+// them). A Set frees old's chunk first; the other modes keep old's header fields and its place
+// in the window or the main space, and leave old in place when there is no room. It returns the
+// record, or false when there is no room.
+func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key, value []byte) (record, bool) {
 	n := hdrSize + len(key) + len(value)
 	if mode == Append || mode == Prepend {
 		n += len(old.value())
 	}
-	if old != nil && sizeClass(n) == cap(old) {
+	if _, size := s.classFor(n); old != nil && size <= cap(old) && cap(old) <= size+size/4 {
 		r := build(old[:n:n], old, key, mode, value) // in place
 		s.bytes += r.size() - old.size()
 		return r, true
-	}
-	if !entry && !s.beforeInsertLocked() {
-		return nil, false
 	}
 	keep := noHandle
 	switch {
@@ -89,11 +81,18 @@ func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode Sto
 	case old != nil:
 		keep = i
 	}
-	j, ok := s.allocLocked(n, keep)
+	s.keep = keep
+	ok := s.fitLocked(keep, s.growthLocked()) // room for the index and the queue to grow
+	j := noHandle
+	if ok {
+		j, ok = s.allocLocked(n, keep)
+	}
+	s.keep = noHandle
 	if !ok {
 		return nil, false
 	}
 	r := build(s.chunk(j), old, key, mode, value)
+	r[offState] = 0
 	if old != nil {
 		copy(r[:offVlen], old) // cas, exptime, atime and flags
 		r[offState] = old[offState]
@@ -103,12 +102,23 @@ func (s *shard) placeLocked(h uint64, i uint32, entry bool, old record, mode Sto
 	s.n++
 	s.bytes += r.size()
 	s.recBytes += int64(cap(r))
-	if !entry {
-		s.entries++ // tinylfu may evict another entry, or reject an older candidate leaving
-		// its window, through onEvict; never the entry being added
+	s.idx.insert(h, j)
+	if r.state()&stMain == 0 {
+		s.enterWindowLocked(j, r)
 	}
-	s.index.Add(h, j) // a new entry, or an entry (live or stale) that moves to chunk j
 	return r, true
+}
+
+// growthLocked is what the next new item may add to the index and the window queue.
+func (s *shard) growthLocked() int64 {
+	var g int64
+	if (s.idx.n+1)*8 > len(s.idx.slots)*7 {
+		g = int64(max(len(s.idx.slots)*3/2, minIndexSlots)-len(s.idx.slots)) * 8
+	}
+	if s.win.n == len(s.win.buf) && s.win.n <= 2*s.wn+64 { // else it compacts instead
+		g += int64(max(len(s.win.buf), 16)) * 4
+	}
+	return g
 }
 
 // RejectTooLarge records a store refused before its value was read (the protocol layer saw a
@@ -124,7 +134,7 @@ func (c *Cache) RejectTooLarge(mode StoreMode, key []byte) {
 func (s *shard) rejectTooLargeLocked(mode StoreMode, h uint64, key []byte) {
 	s.st.StoreTooLarge++
 	if mode == Set {
-		if i, _, old := s.findLocked(h, key); old != nil {
+		if i, old := s.findLocked(h, key); old != nil {
 			s.killLocked(i)
 		}
 	}

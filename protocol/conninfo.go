@@ -26,4 +26,8 @@ type ConnInfo struct {
 	// LastActive is when bytes last arrived (or the connection opened); zero
 	// when unknown (a listener reports the server's uptime instead).
 	LastActive time.Time
+	// TLS is "" for a plaintext socket; for a TLS one, the protocol version
+	// once its handshake completed ("TLSv1.3"), "handshake" before, and
+	// "yes" for a TLS listener.
+	TLS string
 }

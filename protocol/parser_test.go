@@ -261,7 +261,9 @@ var parseCases = []parseCase{
 	{"http one-byte command", "x HTTP/1.0\r\n", []string{eUnknown}},
 	{"http dispatched letter", "sz HTTP/1.0\r\n", []string{eUnknown}},
 	{"http two-letter m", "mz HTTP/1.0\r\n", []string{eUnknown}},
-	{"http known to memcached", "watch HTTP/1.1\r\n", []string{eUnknown}},
+	{"http known to memcached", "watch HTTP/1.1\r\n", []string{`watch args=["HTTP/1.1"]`}},
+	{"slabs", "slabs automove 1\r\n", []string{`slabs args=["automove" "1"]`}},
+	{"cache_memlimit", "cache_memlimit 64 noreply\r\n", []string{`cache_memlimit args=["64" "noreply"]`}},
 	{"http near-miss of a known name", "watchx HTTP/1.1\r\n", []string{eClose}},
 
 	// Overlong lines.

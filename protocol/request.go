@@ -53,6 +53,16 @@ const (
 	// <n>" with "user password" as data); Request.Auth holds the outcome
 	// (see auth.go).
 	CmdTextAuth
+
+	// Admin commands of memcached 1.6.18 whose arguments the handler parses
+	// (Request.Args holds them, Line the whole line): "slabs reassign|automove",
+	// "watch" (log streaming) and "cache_memlimit".
+	CmdSlabs
+	CmdWatch
+	CmdCacheMemlimit
+	// CmdRefreshCerts is memcached's refresh_certs: reload the TLS
+	// certificate, key and CA files (Request.Noreply as for other commands).
+	CmdRefreshCerts
 )
 
 // Dialect is the wire protocol of a connection.
@@ -94,7 +104,7 @@ type Request struct {
 	Data    []byte // storage value without the trailing "\r\n"
 	Noreply bool
 
-	// Args holds the raw arguments of stats, lru_crawler, verbosity, flush_all and shutdown
+	// Args holds the raw arguments of stats, lru_crawler, slabs, watch, cache_memlimit, verbosity, flush_all and shutdown
 	// (for verbosity and flush_all without a trailing noreply, which sets
 	// Noreply; memcached ignores noreply on stats and shutdown, so there it
 	// stays an argument). At most 22 are kept, memcached's token limit.

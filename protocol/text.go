@@ -69,6 +69,22 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 		r.Cmd = CmdLruCrawler
 		r.Args = append(r.Args, p.toks[1:n]...)
 		return next
+	case "slabs":
+		r.Cmd = CmdSlabs
+		r.Args = append(r.Args, p.toks[1:n]...)
+		return next
+	case "watch":
+		r.Cmd = CmdWatch
+		r.Args = append(r.Args, p.toks[1:n]...)
+		return next
+	case "cache_memlimit":
+		r.Cmd = CmdCacheMemlimit
+		r.Args = append(r.Args, p.toks[1:n]...)
+		return next
+	case "refresh_certs":
+		r.Cmd = CmdRefreshCerts
+		r.Noreply = p.isNoreply(n)
+		return next
 	case "shutdown":
 		r.Cmd = CmdShutdown
 		r.Args = append(r.Args, p.toks[1:n]...)
@@ -89,7 +105,7 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 // back (its t/malicious-commands.t). It only looks once its dispatch has
 // found no command: names starting with a, c, d, g, i, s or t, two-letter
 // names starting with m, and the commands it serves that tandem does not
-// (lru_crawler, lru, watch, extstore) are answered ERROR instead.
+// (lru, extstore) are answered ERROR instead.
 func isHTTPRequest(cmd, last []byte) bool {
 	if !bytes.HasPrefix(last, []byte("HTTP/")) {
 		return false
@@ -453,6 +469,10 @@ func safeStrtoul(s []byte) (uint32, bool) {
 	v, ok := safeStrtoull(s)
 	return uint32(v), ok
 }
+
+// ParseInt32 reads a signed number argument as memcached's safe_strtol
+// does (slabs reassign's class ids).
+func ParseInt32(s []byte) (int32, bool) { return safeStrtol(s) }
 
 // safeStrtol is memcached's safe_strtol: strtol (64-bit, failing on
 // overflow) truncated to 32 bits.

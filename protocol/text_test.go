@@ -17,7 +17,8 @@ var cmdNames = map[Command]string{
 	CmdPrepend: "prepend", CmdCas: "cas", CmdDelete: "delete", CmdIncr: "incr", CmdDecr: "decr",
 	CmdTouch: "touch", CmdFlushAll: "flush_all", CmdVersion: "version", CmdVerbosity: "verbosity",
 	CmdStats: "stats", CmdQuit: "quit", CmdShutdown: "shutdown", CmdBinary: "binary",
-	CmdLruCrawler: "lru_crawler",
+	CmdLruCrawler: "lru_crawler", CmdSlabs: "slabs", CmdWatch: "watch", CmdCacheMemlimit: "cache_memlimit",
+	CmdRefreshCerts: "refresh_certs",
 }
 
 func cmdName(c Command) string {

@@ -112,7 +112,11 @@ func (s *netServer) Conns() []protocol.ConnInfo {
 	case <-s.ready:
 		for _, ln := range s.lns {
 			if fd, ok := sysFD(ln); ok {
-				infos = append(infos, protocol.ConnInfo{FD: fd, Remote: ln.Addr(), Listening: true})
+				info := protocol.ConnInfo{FD: fd, Remote: ln.Addr(), Listening: true}
+				if s.tlsLns[ln] != nil {
+					info.TLS = "yes"
+				}
+				infos = append(infos, info)
 			}
 		}
 	default:
@@ -129,6 +133,7 @@ func (s *netServer) Conns() []protocol.ConnInfo {
 			Remote:     c.RemoteAddr(),
 			Local:      st.listener,
 			LastActive: time.Unix(0, st.lastActive.Load()),
+			TLS:        tlsMark(c),
 		})
 	}
 	return infos
@@ -136,7 +141,7 @@ func (s *netServer) Conns() []protocol.ConnInfo {
 
 // sysFD returns the descriptor behind a net.Conn or net.Listener.
 func sysFD(v any) (int, bool) {
-	sc, ok := v.(syscall.Conn)
+	sc, ok := rawConn(v).(syscall.Conn)
 	if !ok {
 		return 0, false
 	}

@@ -112,6 +112,7 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	}
 	gc.w = w
 	gc.streamer = streamerOf(gc.sess)
+	gc.attachPush()
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
 	if !s.pool {
 		gc.turns = s.turnsOf(c.EventLoop())

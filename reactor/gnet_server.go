@@ -2,8 +2,11 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -236,7 +239,11 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	// gnet passes the read or write error when the peer closed or failed
 	// (EOF included), and nil when tandem closed the connection.
 	gc.detach(err != nil)
-	if err != nil {
+	switch {
+	case errors.Is(err, io.EOF):
+		// The peer's orderly close, not an error.
+		s.log.Debug().Msg("connection closed by the peer")
+	case err != nil:
 		s.log.Debug().Err(err).Msg("connection closed")
 	}
 	return gnet.None
@@ -362,11 +369,31 @@ func (s *gnetServer) waitUntil(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
-// gnetLogger adapts zerolog to gnet's logger.
+// gnetLogger adapts zerolog to gnet's logger. It drops the two start-up
+// lines of gnet that mislead in tandem's log (see gnetMisleading).
 type gnetLogger struct{ l zerolog.Logger }
 
-func (g gnetLogger) Debugf(format string, args ...any) { g.l.Debug().Msg(fmt.Sprintf(format, args...)) }
-func (g gnetLogger) Infof(format string, args ...any)  { g.l.Info().Msg(fmt.Sprintf(format, args...)) }
+func (g gnetLogger) Debugf(format string, args ...any) {
+	if !gnetMisleading(format) {
+		g.l.Debug().Msg(fmt.Sprintf(format, args...))
+	}
+}
+
+func (g gnetLogger) Infof(format string, args ...any) {
+	if !gnetMisleading(format) {
+		g.l.Info().Msg(fmt.Sprintf(format, args...))
+	}
+}
+
+// gnetMisleading reports the gnet log formats tandem drops: "default
+// logging level is INFO" names gnet's own logger level, which tandem does
+// not use (its level is --log-level and -v), and "Launching gnet with N
+// event-loops, listening on: tcp://127.0.0.1:0" names the address as given,
+// port 0 included; tandem's own "tandem listening" line has the bound
+// addresses and the event loops.
+func gnetMisleading(format string) bool {
+	return strings.HasPrefix(format, "default logging level is") || strings.HasPrefix(format, "Launching gnet with")
+}
 func (g gnetLogger) Warnf(format string, args ...any)  { g.l.Warn().Msg(fmt.Sprintf(format, args...)) }
 func (g gnetLogger) Errorf(format string, args ...any) { g.l.Error().Msg(fmt.Sprintf(format, args...)) }
 func (g gnetLogger) Fatalf(format string, args ...any) { g.l.Error().Msg(fmt.Sprintf(format, args...)) }

@@ -3,6 +3,7 @@ package reactor
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +26,9 @@ type netServer struct {
 
 	lns      []net.Listener // set before ready is closed
 	stopping atomic.Bool
+
+	tlsLns     map[net.Listener]*tls.Config // the TLS listeners (tls.go); set before ready is closed
+	otherConns func() int64                 // connections of a gnet front end beside this one (tls.go); nil alone
 
 	curr       atomic.Int64
 	total      atomic.Uint64
@@ -106,6 +110,9 @@ func (s *netServer) Serve() error {
 
 // listen opens the TCP listeners and the unix socket.
 func (s *netServer) listen() error {
+	if err := s.listenTLS(); err != nil {
+		return err
+	}
 	for _, a := range s.cfg.Addrs {
 		ln, err := net.Listen("tcp", a)
 		if err != nil {
@@ -170,7 +177,11 @@ func (s *netServer) accept(ln net.Listener) error {
 		}
 		backoff = 0
 		s.total.Add(1)
-		if n := s.curr.Add(1); n > int64(s.cfg.MaxConns) {
+		n := s.curr.Add(1)
+		if s.otherConns != nil {
+			n += s.otherConns()
+		}
+		if n > int64(s.cfg.MaxConns) {
 			s.curr.Add(-1)
 			s.rejected.Add(1)
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
@@ -181,6 +192,7 @@ func (s *netServer) accept(ln net.Listener) error {
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		c = s.wrapTLS(ln, c)
 		s.mu.Lock()
 		st := newNetConnState(s.cfg.activityNow(), ln.Addr())
 		s.conns[c] = st
@@ -233,6 +245,7 @@ const netReadSize = 16 << 10
 func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 	sess := s.cfg.NewSession(c.RemoteAddr())
 	streamer := streamerOf(sess)
+	attachNetPush(sess, c)
 	defer func() {
 		if p := recover(); p != nil {
 			reportPanic(s.log, &s.panics, p, "connection panicked; closing it")
@@ -245,6 +258,9 @@ func (s *netServer) serveConn(c net.Conn, st *netConnState) {
 		s.curr.Add(-1)
 		s.wg.Done()
 	}()
+	if !s.handshake(c) {
+		return
+	}
 	w := bufio.NewWriterSize(c, netReadSize)
 	buf := make([]byte, netReadSize)
 	var req protocol.Request

@@ -88,6 +88,16 @@ type Config struct {
 	// Addrs are the TCP host:port addresses to listen on (memcached's -l,
 	// given several times or as a comma list, with -p).
 	Addrs []string
+	// TLSAddrs are the TCP listeners that speak TLS (memcached's -Z), each
+	// with its tls.Config. Every mode serves them with the net front end
+	// (tls.go). Addrs lists them first.
+	TLSAddrs []TLSListen
+	// TLSHandshakeTimeout bounds a TLS handshake from accept to its end;
+	// 0 means DefaultTLSHandshakeTimeout.
+	TLSHandshakeTimeout time.Duration
+	// TLSCounters receives the TLS listeners' counters; nil: the server
+	// keeps its own.
+	TLSCounters *TLSCounters
 	// UnixSocket, when set, is the path of a unix domain socket to listen
 	// on (memcached's -s). A stale socket file there is removed at start; a
 	// live one (another server answers) is an error. The file is removed
@@ -212,7 +222,10 @@ func (c *Config) Validate() error {
 	if c.MaxOutput <= 0 {
 		c.MaxOutput = DefaultMaxOutput
 	}
-	if len(c.Addrs) == 0 && c.UnixSocket == "" {
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
+	if len(c.Addrs) == 0 && c.UnixSocket == "" && len(c.TLSAddrs) == 0 {
 		return errors.New("reactor: nothing to listen on (no address and no unix socket)")
 	}
 	for _, a := range c.Addrs {
@@ -268,8 +281,9 @@ type Server interface {
 	Ready() <-chan struct{}
 	// Addr is the first bound listen address, valid after Ready.
 	Addr() net.Addr
-	// Addrs are every bound listen address (TCP ones first, with the
-	// ports the kernel chose; then the unix socket), valid after Ready.
+	// Addrs are every bound listen address (TLS ones first, then the other
+	// TCP ones, with the ports the kernel chose; then the unix socket),
+	// valid after Ready.
 	Addrs() []net.Addr
 	// Shutdown stops accepting, lets in-flight requests finish and deliver
 	// their replies, and closes every connection.
@@ -285,6 +299,12 @@ func New(cfg Config) (Server, error) {
 	cfg.Logger = cfg.Logger.With().Str("component", "reactor").Str("mode", string(cfg.Mode)).Logger()
 	if cfg.Mode == ModeGoroutine {
 		return newNetServer(cfg), nil
+	}
+	if len(cfg.TLSAddrs) > 0 {
+		if len(cfg.Addrs) == 0 && cfg.UnixSocket == "" {
+			return newNetServer(cfg), nil // TLS listeners only
+		}
+		return newSplitServer(cfg), nil
 	}
 	return newGnetServer(cfg), nil
 }

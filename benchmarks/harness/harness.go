@@ -40,9 +40,11 @@ type Options struct {
 	// EqualRSSMB, when > 0, is the -m of an equal-RSS target (see
 	// EqualRSS) instead of searching it.
 	EqualRSSMB int
-	Progress   bool // loadgen progress lines on Log
-	NoPlots    bool
-	Log        io.Writer // progress and warnings (default os.Stderr)
+	// Trace configures the trace scenario (nil = the profile's defaults).
+	Trace    *TraceOptions
+	Progress bool // loadgen progress lines on Log
+	NoPlots  bool
+	Log      io.Writer // progress and warnings (default os.Stderr)
 }
 
 func (o *Options) reps() int {
@@ -84,6 +86,16 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 	scs, err := selectScenarios(o.Profile, o.Scenarios)
 	if err != nil {
 		return nil, err
+	}
+	if o.Trace != nil {
+		if err := o.Trace.fill(o.Profile).Validate(); err != nil {
+			return nil, err
+		}
+		for i := range scs {
+			if scs[i].Name == traceName {
+				scs[i] = traceScenario(o.Profile, *o.Trace)
+			}
+		}
 	}
 	machine := ReadMachine(ctx)
 	wd, _ := os.Getwd()

@@ -95,6 +95,9 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 	if r.Profile != Default {
 		fmt.Fprintf(&b, " --%s", r.Profile)
 	}
+	if sc.ReproduceArgs != "" {
+		fmt.Fprintf(&b, " %s", sc.ReproduceArgs)
+	}
 	b.WriteString("\n```\n")
 	return b.String()
 }

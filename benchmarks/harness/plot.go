@@ -48,6 +48,13 @@ func writePlots(dir string, sc *Scenario, rows []*Row) ([]string, error) {
 		}
 		files = append(files, name)
 	}
+	for _, xy := range sc.XYPlots {
+		name := fmt.Sprintf("%s-%s.png", sc.Name, xy.Name)
+		if err := xyLines(filepath.Join(dir, name), rows, xy); err != nil {
+			return files, fmt.Errorf("plot %s: %w", name, err)
+		}
+		files = append(files, name)
+	}
 	if len(sc.HitPhases) > 0 {
 		name := sc.Name + "-hits.png"
 		if err := hitBars(filepath.Join(dir, name), sc, rows); err != nil {

@@ -137,6 +137,9 @@ func Rerender(dir string, names []string, plots bool) error {
 		// The heading and the source follow the scenario's definition (the
 		// heading is built from the profile's counts); what was measured
 		// and how (Reproduces, Notes) stays as recorded.
+		if topt, ok := traceOptionsOf(r.Points); ok && name == traceName {
+			scs[0] = traceScenario(r.Profile, topt)
+		}
 		r.Title, r.Source = scs[0].Title, scs[0].Source
 		r.Plots = nil
 		if err := r.Write(dir, &scs[0], plots); err != nil {

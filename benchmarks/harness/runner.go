@@ -61,7 +61,11 @@ func (r *runner) runServer(ctx context.Context, sc *Scenario, points []Point, ts
 	if bin == "" || ts.off {
 		return nil // skipped for good; reason already recorded
 	}
-	srv, err := StartServer(ctx, bin, ts.Target, r.opts.Limits, r.opts.ServerCPUs)
+	t := ts.Target
+	if len(points) == 1 && points[0].MemoryMB > 0 {
+		t.MemoryMB = points[0].MemoryMB // ServerPerPoint: this point's -m
+	}
+	srv, err := StartServer(ctx, bin, t, r.opts.Limits, r.opts.ServerCPUs)
 	if err != nil {
 		r.skip(ts, rep, err.Error())
 		return nil
@@ -135,6 +139,8 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 		err = r.hostile(ctx, srv, *ph.Hostile, &m)
 	case ph.SlowReader != nil:
 		err = r.slowReader(ctx, srv, *ph.SlowReader, &m)
+	case ph.Trace != nil:
+		err = r.replay(ctx, srv, *ph.Trace, &m)
 	default:
 		err = r.load(ctx, srv, ph, &m)
 	}
@@ -254,6 +260,11 @@ func (r *runner) logPhase(sc *Scenario, m *Measurement, rep int) {
 	if len(m.Stats) > 0 {
 		fmt.Fprintf(r.log, "         hit ratio %.4f  server RSS %.1f MB  stats %s\n",
 			m.HitRatio, float64(m.ServerRSSKB)/1024, statsString(m.Stats))
+	}
+	if t := m.Trace; t != nil {
+		fmt.Fprintf(r.log, "         trace: hit ratio %.4f (after warm-up %.4f) over %s accesses; peak RSS %.1f MB; %s sets, %s refused\n",
+			t.HitRatio(), t.MeasuredHitRatio(), thousands(float64(t.Accesses)), float64(m.ServerHWMKB)/1024,
+			thousands(float64(t.Sets)), thousands(float64(t.SetsRefused)))
 	}
 	if h := m.Hostile; h != nil {
 		fmt.Fprintf(r.log, "         hostile %d/%d connected, %d closed by the server; peak RSS %.1f MB; probe %d/%d answered%s\n",

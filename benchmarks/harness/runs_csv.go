@@ -4,6 +4,8 @@ import (
 	"encoding/csv"
 	"os"
 	"strconv"
+
+	"github.com/tandemcache/tandem/benchmarks/trace"
 )
 
 // runsHeader names the columns of <scenario>-runs.csv: one line per
@@ -21,7 +23,8 @@ var runsHeader = func() []string {
 	return append(h, "server_voluntary_cs", "server_nonvoluntary_cs", "server_syscalls",
 		"hostile_connected", "hostile_closed", "probe_sent", "probe_errors", "hostile_peak_rss_kb", "server_exited",
 		"slow_replies", "slow_in_order", "slow_closed", "slow_stalled",
-		"server_stats", "first_error")
+		"server_stats", "first_error",
+		"trace_accesses", "trace_hits", "trace_measured_accesses", "trace_measured_hits", "trace_sets", "trace_sets_refused", "trace_repeat_misses")
 }()
 
 // writeRunsCSV writes runs to path.
@@ -54,7 +57,13 @@ func writeRunsCSV(path string, runs []Measurement) error {
 		rec = append(rec, fi(int64(h.Connected)), fi(int64(h.Closed)), fi(h.ProbeSent), fi(h.ProbeErrors),
 			fi(h.PeakRSSKB), strconv.FormatBool(h.ServerExited),
 			fi(int64(sl.Replies)), strconv.FormatBool(sl.InOrder), strconv.FormatBool(sl.Closed), strconv.FormatBool(sl.Stalled))
-		_ = w.Write(append(rec, statsString(m.Stats), m.FirstError))
+		rec = append(rec, statsString(m.Stats), m.FirstError)
+		tr := m.Trace
+		if tr == nil {
+			tr = &trace.Result{}
+		}
+		_ = w.Write(append(rec, fi(tr.Accesses), fi(tr.Hits), fi(tr.MeasuredAccesses), fi(tr.MeasuredHits),
+			fi(tr.Sets), fi(tr.SetsRefused), fi(tr.RepeatMisses)))
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

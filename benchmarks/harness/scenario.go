@@ -46,6 +46,8 @@ type Phase struct {
 	// robustness phases of issue #17.
 	Hostile    *HostileLoad    `json:"hostile,omitempty"`
 	SlowReader *SlowReaderLoad `json:"slow_reader,omitempty"`
+	// Trace, when set, replays a cache trace instead of Load (issue #24).
+	Trace *TraceLoad `json:"trace,omitempty"`
 }
 
 // Point is one x-axis value of a scenario: phases run in order against one
@@ -55,6 +57,9 @@ type Point struct {
 	Group  string  `json:"group,omitempty"` // points of one group share a plot line set
 	X      float64 `json:"x"`
 	Phases []Phase `json:"phases"`
+	// MemoryMB, when > 0, is the -m of every target at this point; it
+	// needs ServerPerPoint (a server's -m is fixed when it starts).
+	MemoryMB int `json:"memory_mb,omitempty"`
 }
 
 // Column is one column of a scenario's table.
@@ -100,6 +105,11 @@ type Scenario struct {
 	// LatencyPhase and LatencyPoint select what the latency plot shows
 	// (LatencyPoint "" = the last point).
 	LatencyPhase, LatencyPoint string
+	// XYPlots draw one value against another, one line per target.
+	XYPlots []XYPlot
+	// ReproduceArgs are the command-line flags, besides --scenario, that
+	// reproduce the run (the trace scenario's --trace...).
+	ReproduceArgs string
 }
 
 // MetricPlot draws Value of Phase for every target (bars) at every point
@@ -152,7 +162,7 @@ func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phas
 // Scenarios returns the scenarios at profile p, in run order.
 func Scenarios(p Profile) []Scenario {
 	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p), memory(p),
-		hostile(p), slowReader(p), hitRatioRSS(p), costs(p)}
+		hostile(p), slowReader(p), hitRatioRSS(p), costs(p), traceScenario(p, DefaultTraceOptions(p))}
 }
 
 // ScenarioNames lists the scenario names in run order.

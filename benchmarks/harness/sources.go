@@ -1,7 +1,7 @@
 package harness
 
 // The posts the scenarios reproduce. The project keeps saved copies of them
-// (docs/benchmarks.md, "Sources", says what each scenario assumed where a
+// (docs/benchmark-method.md, "Sources", says what each scenario assumed where a
 // post is silent); the copies do not carry their own web addresses, so each
 // line gives what identifies the post and the addresses it cites.
 const (

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tandemcache/tandem/benchmarks/loadgen"
+	"github.com/tandemcache/tandem/benchmarks/trace"
 )
 
 // Stat summarizes one metric over repetitions.
@@ -92,6 +93,8 @@ type Measurement struct {
 	// Hostile and SlowReader are the results of those phases.
 	Hostile    *HostileStats    `json:"hostile,omitempty"`
 	SlowReader *SlowReaderStats `json:"slow_reader,omitempty"`
+	// Trace holds a trace phase's counts.
+	Trace *trace.Result `json:"trace,omitempty"`
 }
 
 // statsString renders stats as "name=value ..." in name order.
@@ -159,6 +162,7 @@ type PhaseAgg struct {
 	StraceError    string             `json:"strace_error,omitempty"`
 	Hostile        *HostileAgg        `json:"hostile,omitempty"`
 	SlowReader     *SlowReaderAgg     `json:"slow_reader,omitempty"`
+	Trace          *TraceAgg          `json:"trace,omitempty"`
 }
 
 // HostileAgg folds the hostile phase over repetitions.
@@ -238,6 +242,7 @@ func aggregate(ms []Measurement) *PhaseAgg {
 	}
 	a.ReqPerSec, a.ElapsedMs, a.ReadKBps = NewStat(rps), NewStat(el), NewStat(kb)
 	aggregateCosts(a, ms)
+	aggregateTrace(a, ms)
 	a.ServerCPUPct, a.ClientCPUPct = NewStat(scpu), NewStat(ccpu)
 	// NewStat rounds to 0.1: take the ratio's median before scaling it.
 	slices.Sort(hr)
@@ -323,6 +328,9 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 			}
 			if ba.RSSPerItem > 0 {
 				a.RSSPerItemRatio = a.RSSPerItem / ba.RSSPerItem
+			}
+			if a.Trace != nil && ba.Trace != nil {
+				a.Trace.MeasuredHitDiff = math.Round((a.Trace.MeasuredHitPct.Median-ba.Trace.MeasuredHitPct.Median)*100) / 1e4
 			}
 			if ba.PeakMB.Median > 0 {
 				a.PeakRatio = a.PeakMB.Median / ba.PeakMB.Median

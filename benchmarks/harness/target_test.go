@@ -109,6 +109,14 @@ func TestScenarioDefinitions(t *testing.T) {
 						}
 						continue
 					}
+					if tl := ph.Trace; tl != nil {
+						o := TraceOptions{Spec: tl.Spec, ValueSize: tl.ValueSize, Batch: tl.Batch, Warmup: tl.Warmup,
+							MemoryMB: []int{pt.MemoryMB}}
+						if err := o.Validate(); err != nil || !sc.ServerPerPoint || tl.ValueSize < 1 || tl.Batch < 1 {
+							t.Errorf("%s/%s/%s: trace %+v at -m %d: %v", p, sc.Name, pt.Label, tl, pt.MemoryMB, err)
+						}
+						continue
+					}
 					if s := ph.SlowReader; s != nil {
 						if s.Requests < 1 || s.Keys < 1 || s.ReadRate <= 0 || s.Stall <= 0 {
 							t.Errorf("%s/%s/%s: slow reader %+v", p, sc.Name, pt.Label, s)

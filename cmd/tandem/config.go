@@ -63,6 +63,12 @@ type Config struct {
 	// UnixSocket is -s and UnixMask -a (octal permissions of the socket).
 	UnixSocket string
 	UnixMask   uint32
+	// ListenDefault says no -l was given: tandem listens on 127.0.0.1 where
+	// memcached listens on every interface, and says so at start.
+	ListenDefault bool
+	// Extstore lists the -o ext_* options given (memcached's external
+	// storage), which stop tandem at start: see unservable.
+	Extstore []string
 
 	// Accepted for memcached command-line compatibility; see their flags.
 	UDPPort      int
@@ -73,8 +79,10 @@ type Config struct {
 	SASL         bool
 	DisableWatch bool
 	MemoryFile   string
-	TLS          bool
 	NapiIDs      int
+
+	// TLS is -Z and the ssl_* keys of -o (tls.go).
+	TLS TLSSettings
 
 	// Warnings lists accepted but unsupported settings, logged once at start.
 	Warnings []string
@@ -110,6 +118,7 @@ func parseSize(s string) (int, error) {
 func (c *Config) ListenAddrs() ([]string, error) {
 	addrs := make([]string, 0, len(c.Listen))
 	for _, l := range c.Listen {
+		_, l = splitListen(l)
 		host, port := l, strconv.Itoa(c.Port)
 		if h, p, err := net.SplitHostPort(l); err == nil {
 			if _, err := strconv.ParseUint(p, 10, 16); err != nil {
@@ -207,6 +216,7 @@ func (c *Config) Validate() error {
 	if c.SlabMinSize < 1 {
 		errs = append(errs, fmt.Errorf("-n: slab minimum size must be >= 1, got %d", c.SlabMinSize))
 	}
+	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.unservable()...)
 	return errors.Join(errs...)
 }
@@ -216,11 +226,13 @@ func (c *Config) Validate() error {
 // silently differently, so they stop it at start.
 func (c *Config) unservable() []error {
 	var errs []error
-	if c.TLS {
-		errs = append(errs, errors.New("-Z: TLS is not supported by tandem; terminate TLS in front of it (e.g. stunnel, a sidecar)"))
-	}
 	if c.MemoryFile != "" {
 		errs = append(errs, errors.New("-e: a memory file (restartable cache) is not supported by tandem; items live in process memory only"))
+	}
+	if len(c.Extstore) > 0 {
+		errs = append(errs, fmt.Errorf("-o %s: external storage (extstore) is not supported by tandem; "+
+			"starting RAM-only would silently lose the capacity it was given on disk. "+
+			"Size -m for the items instead, or keep memcached for an extstore cache", strings.Join(c.Extstore, ",")))
 	}
 	if c.SASL && c.AuthFile == "" {
 		errs = append(errs, errors.New("-S: SASL needs credentials in tandem: give them with -Y/--auth-file (user:password lines; SASL PLAIN)"))

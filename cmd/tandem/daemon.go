@@ -101,7 +101,7 @@ func detachDaemon(sink *logSink) error {
 	os.Unsetenv(daemonEnv)
 	ready := os.NewFile(uintptr(fd), "ready")
 	defer ready.Close()
-	errTo := sink.file
+	errTo := sink.logFile()
 	if errTo != nil {
 		sink.set(errTo)
 	} else {
@@ -116,6 +116,7 @@ func detachDaemon(sink *logSink) error {
 	if err := unix.Dup2(int(errTo.Fd()), 2); err != nil {
 		return fmt.Errorf("-d: detaching standard error: %w", err)
 	}
+	sink.stderrToFile()
 	_, err = io.WriteString(ready, daemonReady)
 	return err
 }

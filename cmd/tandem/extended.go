@@ -8,9 +8,10 @@ import (
 )
 
 // extendedKeys are the -o keys memcached 1.6.18 accepts (Debian's build,
-// with TLS and extstore), with what tandem makes of each. Keys tandem acts
-// on are handled in applyExtended; the others are accepted with the
-// warning given here.
+// with TLS and extstore), with what tandem makes of each, but the ssl_*
+// keys (TLSSettings.applySSLOption). Keys tandem acts on are handled in
+// applyExtended; the extstore keys (ext_*) are refused (see
+// Config.unservable); the others are accepted with the warning given here.
 var extendedKeys = map[string]string{
 	"maxconns_fast":           "",
 	"no_maxconns_fast":        "tandem always answers a connection over -c with an error and closes it",
@@ -40,8 +41,8 @@ var extendedKeys = map[string]string{
 	"warm_max_factor":         "tandem's eviction is TinyLFU, without memcached's segmented LRU",
 	"temporary_ttl":           "tandem's eviction is TinyLFU, without memcached's temporary LRU",
 	"idle_timeout":            "",
-	"watcher_logbuf_size":     "tandem has no watch command",
-	"worker_logbuf_size":      "tandem has no watch command",
+	"watcher_logbuf_size":     "tandem's watch buffers 256 KiB per watcher",
+	"worker_logbuf_size":      "tandem's watch has no per-worker log buffers",
 	"track_sizes":             "tandem does not track item sizes (stats sizes reports disabled)",
 	"no_inline_ascii_resp":    "a memcached memory layout option",
 	"inline_ascii_resp":       "a memcached memory layout option",
@@ -66,16 +67,6 @@ var extendedKeys = map[string]string{
 	"ext_drop_under":          "tandem has no external storage",
 	"ext_max_frag":            "tandem has no external storage",
 	"ext_max_sleep":           "tandem has no external storage",
-	"ssl_chain_cert":          "TLS (-Z) is not supported",
-	"ssl_key":                 "TLS (-Z) is not supported",
-	"ssl_keyformat":           "TLS (-Z) is not supported",
-	"ssl_verify_mode":         "TLS (-Z) is not supported",
-	"ssl_ciphers":             "TLS (-Z) is not supported",
-	"ssl_ca_cert":             "TLS (-Z) is not supported",
-	"ssl_wbuf_size":           "TLS (-Z) is not supported",
-	"ssl_session_cache":       "TLS (-Z) is not supported",
-	"ssl_kernel_tls":          "TLS (-Z) is not supported",
-	"ssl_min_version":         "TLS (-Z) is not supported",
 }
 
 // applyExtended maps memcached's -o options onto tandem's settings: the
@@ -85,11 +76,23 @@ func (c *Config) applyExtended() error {
 	for _, opt := range c.Options {
 		for _, kv := range strings.Split(opt, ",") {
 			k, v, _ := strings.Cut(kv, "=")
+			if ok, warn, err := c.TLS.applySSLOption(k, v); ok {
+				if err != nil {
+					return err
+				}
+				if warn != "" {
+					c.Warnings = append(c.Warnings, warn)
+				}
+				continue
+			}
 			why, known := extendedKeys[k]
 			switch {
 			case k == "":
 			case !known:
 				return fmt.Errorf("-o: unknown option %q (memcached 1.6.18 has no such key)", kv)
+			case strings.HasPrefix(k, "ext_"):
+				// Refused in Validate (see unservable), as -e is.
+				c.Extstore = append(c.Extstore, kv)
 			case k == "idle_timeout":
 				secs, err := strconv.Atoi(v)
 				if err != nil || secs < 0 {

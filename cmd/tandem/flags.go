@@ -29,16 +29,17 @@ var flagGroups = []flagGroup{
 	{"Listening", []string{"port", "listen", "unix-socket", "unix-mask", "listen-backlog", "udp-port", "conn-limit", "idle-timeout", "reuseport"}},
 	{"Memory and items", []string{"memory-limit", "max-item-size", "disable-evictions", "disable-cas", "lock-memory"}},
 	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "worker-writes"}},
-	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "prefix-delimiter"}},
+	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
+	{"TLS (settings are memcached's -o ssl_* keys, see -o and docs/operations.md)", []string{"enable-ssl", "tls-handshake-timeout"}},
 	{"Process", []string{"daemon", "pidfile", "user", "enable-coredumps", "verbose", "log-level", "log-format", "log-file", "metrics-listen", "pprof", "help", "version", "license"}},
-	{"Accepted from memcached, without effect in tandem (a warning is logged)", []string{"extended", "slab-growth-factor", "slab-min-size", "enable-largepages", "disable-watch", "napi-ids"}},
-	{"Refused: tandem cannot serve them", []string{"enable-ssl", "memory-file"}},
+	{"Accepted from memcached, without effect in tandem (a warning is logged)", []string{"extended", "slab-growth-factor", "slab-min-size", "enable-largepages", "napi-ids"}},
+	{"Refused: tandem cannot serve them", []string{"memory-file"}},
 }
 
 // parseFlags reads the command line into a Config. The flag set is returned
 // for printing --help.
 func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
-	c := &Config{}
+	c := &Config{TLS: defaultTLSSettings()}
 	fs := pflag.NewFlagSet("tandem", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by run, help by usage
 	fs.SortFlags = false
@@ -100,15 +101,18 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.ShowLicense, "license", "i", false, "print tandem's license and exit")
 
 	// memcached's, without effect.
-	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does; every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
+	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does, the ssl_* keys configure TLS (-Z); the extstore keys (ext_*) are refused, every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
 	fs.Float64VarP(&c.GrowthFactor, "slab-growth-factor", "f", 1.25, "slab chunk growth factor (no slabs in tandem)")
 	fs.IntVarP(&c.SlabMinSize, "slab-min-size", "n", 48, "minimum slab chunk bytes (no slabs in tandem)")
 	fs.BoolVarP(&c.LargePages, "enable-largepages", "L", false, "large memory pages (not used)")
-	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "disable the watch command (tandem has none)")
+	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "refuse the watch command (log streaming)")
 	fs.IntVarP(&c.NapiIDs, "napi-ids", "N", 0, "NAPI ids (not used)")
 
+	// TLS.
+	fs.BoolVarP(&c.TLS.Enabled, "enable-ssl", "Z", false, "serve TLS on every -l listener but those prefixed notls: (mtls: also requires a client certificate); needs -o ssl_chain_cert=FILE,ssl_key=FILE; more: -o ssl_ca_cert, ssl_verify_mode (0 none, 1 request, 2 require, 3 require once), ssl_min_version (2 or tlsv1.2, 3 or tlsv1.3), ssl_ciphers, ssl_session_cache, ssl_keyformat (1 PEM, 2 DER)")
+	fs.DurationVar(&c.TLS.HandshakeTimeout, "tls-handshake-timeout", c.TLS.HandshakeTimeout, "close a TLS connection whose handshake has not completed within this time (counted in ssl_handshake_errors)")
+
 	// Refused.
-	fs.BoolVarP(&c.TLS, "enable-ssl", "Z", false, "TLS: not supported, refused")
 	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "memory file for a restartable cache: not supported, refused")
 
 	if err := fs.Parse(args); err != nil {
@@ -119,13 +123,9 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	}
 	c.Mode = reactor.Mode(mode)
 	for _, l := range listen {
-		for _, a := range strings.Split(l, ",") {
-			if rest, ok := strings.CutPrefix(a, "notls:"); ok {
-				c.Warnings = append(c.Warnings, "-l "+a+": notls applies to TLS, which tandem does not serve; listening on "+rest)
-				a = rest
-			}
-			c.Listen = append(c.Listen, a)
-		}
+		// A notls: or mtls: prefix stays on the value (memcached's
+		// "inter" setting shows it); ListenAddrs cuts it off.
+		c.Listen = append(c.Listen, strings.Split(l, ",")...)
 	}
 	mask, err := strconv.ParseUint(unixMask, 8, 32)
 	if err != nil {
@@ -160,6 +160,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, err
 	}
 	c.DetailEnabled = fs.Changed("prefix-delimiter")
+	c.ListenDefault = !fs.Changed("listen")
 	c.collectWarnings(fs)
 	return c, fs, nil
 }
@@ -181,7 +182,6 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 		{"slab-growth-factor", "-f: tandem has no slab classes; ignored"},
 		{"slab-min-size", "-n: tandem has no slab classes; ignored"},
 		{"enable-largepages", "-L: large memory pages are not used; ignored"},
-		{"disable-watch", "-W: tandem has no watch command; nothing to disable"},
 		{"napi-ids", "-N: NAPI ids are not used by tandem; ignored"},
 	} {
 		if changed(f.name) {

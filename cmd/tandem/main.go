@@ -13,8 +13,9 @@ import (
 	"github.com/tandemcache/tandem"
 )
 
-// version is tandem's release; the protocol version it reports is
-// handler.Version.
+// version is tandem's release (the release build can stamp it with
+// -ldflags "-X main.version=..."); the protocol version it reports is
+// handler.Version, and version.go adds the commit.
 var version = "0.1.0"
 
 func main() {
@@ -35,7 +36,7 @@ func run(args []string) int {
 		printUsage(os.Stdout, fs)
 		return exitOK
 	case cfg.ShowVersion:
-		fmt.Printf("tandem %s (memcached protocol %s)\n", version, protocolVersion)
+		fmt.Println(versionLine())
 		return exitOK
 	case cfg.ShowLicense:
 		fmt.Printf("tandem %s\n\n%s", version, tandem.License)

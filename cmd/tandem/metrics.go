@@ -48,6 +48,9 @@ type metrics struct {
 type metricsSources struct {
 	Handler *handler.Handler
 	Cache   *cache.Cache
+	// Settings lists "stats settings" (the LRU crawler gauges come from
+	// there, as memcached_exporter reads them); may be nil.
+	Settings func() []handler.Setting
 }
 
 // newMetrics builds the registry, or returns nil when metrics are off.
@@ -163,17 +166,26 @@ type shardMetric struct {
 	value func(s *cache.ShardStats) uint64
 }
 
+// settingMetric maps one "stats settings" value onto a gauge.
+type settingMetric struct {
+	desc    *prometheus.Desc
+	setting string
+}
+
 // statsCollector turns tandem's stats into metrics at scrape time.
 type statsCollector struct {
-	src      metricsSources
-	up       *prometheus.Desc
-	version  *prometheus.Desc
-	info     *prometheus.Desc
-	commands *prometheus.Desc
-	closed   *prometheus.Desc
-	general  []statMetric
-	shards   []shardMetric
-	cacheIdx []struct {
+	src          metricsSources
+	up           *prometheus.Desc
+	version      *prometheus.Desc
+	info         *prometheus.Desc
+	commands     *prometheus.Desc
+	closed       *prometheus.Desc
+	lruHits      *prometheus.Desc // memcached_slab_lru_hits_total{slab,lru}
+	slabCommands *prometheus.Desc // memcached_slab_commands_total{slab,command,status}
+	general      []statMetric
+	settings     []settingMetric
+	shards       []shardMetric
+	cacheIdx     []struct {
 		desc  *prometheus.Desc
 		vt    prometheus.ValueType
 		value func(s *cache.Stats) uint64
@@ -191,6 +203,9 @@ func newStatsCollector(src metricsSources) *statsCollector {
 		info:     d("tandem_info", "tandem's release and scheduling mode.", "version", "mode"),
 		commands: d("memcached_commands_total", "Total number of all requests broken down by command (get, set, etc.) and status.", "command", "status"),
 		closed:   d("tandem_connections_closed_total", "Connections closed by the server, by reason.", "reason"),
+		lruHits:  d("memcached_slab_lru_hits_total", "Number of get_hits to the LRU.", "slab", "lru"),
+		slabCommands: d("memcached_slab_commands_total",
+			"Total number of all requests broken down by command (get, set, etc.) and status per slab.", "slab", "command", "status"),
 	}
 	g := func(name, help string, vt prometheus.ValueType, v func(s *handler.Stats) float64) statMetric {
 		return statMetric{desc: d(name, help), vt: vt, value: v}
@@ -246,6 +261,31 @@ func newStatsCollector(src metricsSources) *statsCollector {
 			func(*handler.Stats) float64 { return 0 }), // Go has no failing allocation to count
 		g("memcached_connections_reserved_fds", "Number of misc fds used internally.", gauge, // sic: the exporter's name
 			func(s *handler.Stats) float64 { return float64(s.Server.ReservedFDs) }),
+		// memcached_exporter's remaining families that "stats" feeds. The
+		// LRU crawler's count lru_crawler metadumps, which memcached runs as
+		// crawls; tandem has no LRU maintainer or segmented LRU to move items.
+		g("memcached_malloced_bytes", "Number of bytes of memory allocated to slab pages (tandem: charged against -m, pages and index).", gauge,
+			func(s *handler.Stats) float64 { return float64(s.Cache.Used) }),
+		g("memcached_direct_reclaims_total", "Times worker threads had to directly reclaim or evict items.", counter,
+			func(*handler.Stats) float64 { return 0 }),
+		g("memcached_lru_crawler_starts_total", "Times an LRU crawler was started.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Counters[handler.CrawlerStarts]) }),
+		g("memcached_lru_crawler_reclaimed_total", "Total items freed by LRU Crawler.", counter,
+			func(*handler.Stats) float64 { return 0 }),
+		g("memcached_lru_crawler_items_checked_total", "Total items examined by LRU Crawler.", counter,
+			func(s *handler.Stats) float64 { return float64(s.Counters[handler.CrawlerItemsChecked]) }),
+		g("memcached_lru_crawler_moves_to_cold_total", "Total number of items moved from HOT/WARM to COLD LRU's.", counter,
+			func(*handler.Stats) float64 { return 0 }),
+		g("memcached_lru_crawler_moves_to_warm_total", "Total number of items moved from COLD to WARM LRU.", counter,
+			func(*handler.Stats) float64 { return 0 }),
+		g("memcached_lru_crawler_moves_within_lru_total", "Total number of items reshuffled within HOT or WARM LRU's.", counter,
+			func(*handler.Stats) float64 { return 0 }),
+		// memcached_exporter emits these two with the proxy's families; "stats"
+		// has them outside proxy mode too (0).
+		g("memcached_round_robin_fallback_total", "Total times the proxy fell back to round-robin routing.", counter,
+			func(*handler.Stats) float64 { return 0 }),
+		g("memcached_unexpected_napi_ids_total", "Total unexpected internal event-loop IDs seen by the proxy.", counter,
+			func(*handler.Stats) float64 { return 0 }),
 		g("tandem_event_loops", "Event loops (-t).", gauge,
 			func(s *handler.Stats) float64 { return float64(s.Server.Threads) }),
 		g("tandem_workers", "Worker pool size (--workers; 0 outside pool mode).", gauge,
@@ -259,8 +299,25 @@ func newStatsCollector(src metricsSources) *statsCollector {
 		g("tandem_panics_total", "Requests whose execution panicked (their connection was closed).", counter,
 			srv(handler.Panics)),
 	}
+	set := func(name, help, setting string) settingMetric {
+		return settingMetric{desc: d(name, help), setting: setting}
+	}
+	c.settings = []settingMetric{
+		set("memcached_lru_crawler_enabled", "Whether the LRU crawler is enabled.", "lru_crawler"),
+		set("memcached_lru_crawler_sleep", "Microseconds to sleep between LRU crawls.", "lru_crawler_sleep"),
+		set("memcached_lru_crawler_to_crawl", "Max items to crawl per slab per run.", "lru_crawler_tocrawl"),
+		set("memcached_lru_crawler_maintainer_thread", "Split LRU mode and background threads.", "lru_maintainer_thread"),
+		set("memcached_lru_crawler_hot_percent", "Percent of slab memory reserved for HOT LRU.", "hot_lru_pct"),
+		set("memcached_lru_crawler_warm_percent", "Percent of slab memory reserved for WARM LRU.", "warm_lru_pct"),
+		set("memcached_lru_crawler_hot_max_factor", "Set idle age of HOT LRU to COLD age * this", "hot_max_factor"),
+		set("memcached_lru_crawler_warm_max_factor", "Set idle age of WARM LRU to COLD age * this", "warm_max_factor"),
+	}
 	sh := func(name, help string, vt prometheus.ValueType, v func(s *cache.ShardStats) uint64) shardMetric {
 		return shardMetric{desc: d(name, help, "slab"), vt: vt, value: v}
+	}
+	zero := func(*cache.ShardStats) uint64 { return 0 }
+	slab := func(f func(v handler.SlabView) uint64) func(s *cache.ShardStats) uint64 {
+		return func(s *cache.ShardStats) uint64 { return f(handler.ShardSlab(s)) }
 	}
 	c.shards = []shardMetric{
 		sh("memcached_slab_current_items", "Number of items currently stored in this slab class (tandem: cache shard).", gauge,
@@ -279,6 +336,37 @@ func newStatsCollector(src metricsSources) *statsCollector {
 			func(s *cache.ShardStats) uint64 { return s.StoreNoMemory }),
 		sh("memcached_slab_items_reclaimed_total", "Total number of items reclaimed.", counter,
 			func(s *cache.ShardStats) uint64 { return s.Reclaimed }),
+		// As "stats items" reports them: one LRU per shard, as COLD; what the
+		// cache does not report (evicted_nonzero, evicted_time) is 0.
+		sh("memcached_slab_items_crawler_reclaimed_total", "Number of items freed by the LRU Crawler.", counter, zero),
+		sh("memcached_slab_items_evicted_nonzero_total", "Total number of times an item which had an explicit expire time set had to be evicted from the LRU before it expired.", counter, zero),
+		sh("memcached_slab_items_evicted_time_seconds", "Seconds since the last access for the most recent item evicted from this class.", counter, zero),
+		sh("memcached_slab_items_tailrepairs_total", "Total number of times the entries for a particular ID need repairing.", counter, zero),
+		sh("memcached_slab_items_moves_to_cold", "Number of items moved from HOT or WARM into COLD.", counter, zero),
+		sh("memcached_slab_items_moves_to_warm", "Number of items moves from COLD into WARM.", counter, zero),
+		sh("memcached_slab_items_moves_within_lru", "Number of times active items were bumped within HOT or WARM.", counter, zero),
+		sh("memcached_slab_hot_items", "Number of items presently stored in the HOT LRU.", gauge, zero),
+		sh("memcached_slab_warm_items", "Number of items presently stored in the WARM LRU.", gauge, zero),
+		sh("memcached_slab_cold_items", "Number of items presently stored in the COLD LRU.", gauge,
+			func(s *cache.ShardStats) uint64 { return s.CurrItems }),
+		sh("memcached_slab_temporary_items", "Number of items presently stored in the TEMPORARY LRU.", gauge, zero),
+		sh("memcached_slab_hot_age_seconds", "Age of the oldest item in HOT LRU.", gauge, zero),
+		sh("memcached_slab_warm_age_seconds", "Age of the oldest item in HOT LRU.", gauge, zero), // sic: the exporter's help
+		// As "stats slabs" reports them (handler.SlabView).
+		sh("memcached_slab_chunk_size_bytes", "Number of bytes allocated to each chunk within this slab class.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.ChunkSize })),
+		sh("memcached_slab_chunks_per_page", "Number of chunks within a single page for this slab class.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.ChunksPerPage })),
+		sh("memcached_slab_current_pages", "Number of pages allocated to this slab class.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.TotalPages })),
+		sh("memcached_slab_current_chunks", "Number of chunks allocated to this slab class.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.TotalChunks })),
+		sh("memcached_slab_chunks_used", "Number of chunks allocated to an item.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.UsedChunks })),
+		sh("memcached_slab_chunks_free", "Number of chunks not yet allocated items.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.FreeChunks })),
+		sh("memcached_slab_chunks_free_end", "Number of free chunks at the end of the last allocated page.", gauge,
+			slab(func(v handler.SlabView) uint64 { return v.FreeChunksEnd })),
 	}
 	type cm = struct {
 		desc  *prometheus.Desc
@@ -304,10 +392,13 @@ func newStatsCollector(src metricsSources) *statsCollector {
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.version, c.info, c.commands, c.closed} {
+	for _, d := range []*prometheus.Desc{c.up, c.version, c.info, c.commands, c.closed, c.lruHits, c.slabCommands} {
 		ch <- d
 	}
 	for _, m := range c.general {
+		ch <- m.desc
+	}
+	for _, m := range c.settings {
 		ch <- m.desc
 	}
 	for _, m := range c.shards {
@@ -338,7 +429,16 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, m := range c.shards {
 			ch <- prometheus.MustNewConstMetric(m.desc, m.vt, float64(m.value(&s)), slab)
 		}
+		for _, lru := range [...]string{"hot", "warm", "cold", "temporary"} {
+			hits := uint64(0)
+			if lru == "cold" {
+				hits = s.GetHits
+			}
+			ch <- prometheus.MustNewConstMetric(c.lruHits, prometheus.CounterValue, float64(hits), slab, lru)
+		}
+		c.collectSlabCommands(ch, slab, &s.Stats)
 	}
+	c.collectSettings(ch)
 	cs := c.src.Cache.Stats()
 	for _, m := range c.cacheIdx {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.vt, float64(m.value(&cs)))
@@ -376,4 +476,54 @@ func b2f(v bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// collectSlabCommands emits memcached_slab_commands_total for one class as
+// memcached_exporter derives it from "stats slabs".
+func (c *statsCollector) collectSlabCommands(ch chan<- prometheus.Metric, slab string, s *cache.Stats) {
+	emit := func(v uint64, command, status string) {
+		ch <- prometheus.MustNewConstMetric(c.slabCommands, prometheus.CounterValue, float64(v), slab, command, status)
+	}
+	emit(s.GetHits, "get", "hit")
+	emit(s.DeleteHits, "delete", "hit")
+	emit(s.IncrHits, "incr", "hit")
+	emit(s.DecrHits, "decr", "hit")
+	emit(s.CasHits, "cas", "hit")
+	emit(s.TouchHits, "touch", "hit")
+	emit(s.CasBadval, "cas", "badval")
+	emit(s.CmdSet-min(s.CmdSet, s.CasHits+s.CasBadval), "set", "hit")
+}
+
+// collectSettings emits the LRU crawler gauges from "stats settings", as
+// memcached_exporter reads them (yes/no as 1/0). The exporter emits them
+// only while memcached's crawler is on; tandem always does, with its
+// crawler reported off (lru_crawler no: tandem has none; its expiry sweep
+// does that work).
+func (c *statsCollector) collectSettings(ch chan<- prometheus.Metric) {
+	if c.src.Settings == nil {
+		return
+	}
+	values := map[string]string{}
+	for _, s := range c.src.Settings() {
+		values[s.Name] = s.Value
+	}
+	for _, m := range c.settings {
+		v, ok := values[m.setting]
+		if !ok {
+			continue
+		}
+		var f float64
+		switch v {
+		case "yes":
+			f = 1
+		case "no":
+			f = 0
+		default:
+			var err error
+			if f, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, f)
+	}
 }

@@ -203,3 +203,84 @@ func TestMetricsFlags(t *testing.T) {
 		})
 	}
 }
+
+// exporterFamilies are the metric families of the Prometheus project's
+// memcached_exporter (pkg/exporter/exporter.go), without the "memcached_"
+// prefix. Left out: its extstore_* and proxy_* families, which it emits only
+// for a memcached running external storage or the proxy; tandem refuses
+// extstore (-o ext_*) and has no proxy (docs/operations.md).
+var exporterFamilies = []string{
+	"up", "uptime_seconds", "time_seconds", "version", "process_user_cpu_seconds_total",
+	"process_system_cpu_seconds_total", "read_bytes_total", "written_bytes_total", "current_connections",
+	"max_connections", "connections_total", "connections_rejected_total", "connections_yielded_total",
+	"connections_listener_disabled_total", "current_bytes", "limit_bytes", "commands_total", "current_items",
+	"items_total", "items_evicted_total", "items_reclaimed_total", "item_too_large_total", "item_no_memory_total",
+	"lru_crawler_enabled", "lru_crawler_sleep", "lru_crawler_to_crawl", "lru_crawler_maintainer_thread",
+	"lru_crawler_hot_percent", "lru_crawler_warm_percent", "lru_crawler_hot_max_factor",
+	"lru_crawler_warm_max_factor", "lru_crawler_starts_total", "lru_crawler_reclaimed_total",
+	"lru_crawler_items_checked_total", "lru_crawler_moves_to_cold_total", "lru_crawler_moves_to_warm_total",
+	"lru_crawler_moves_within_lru_total", "direct_reclaims_total", "malloced_bytes", "accepting_connections",
+	"round_robin_fallback_total", "unexpected_napi_ids_total",
+	"slab_current_items", "slab_items_age_seconds", "slab_items_crawler_reclaimed_total", "slab_items_evicted_total",
+	"slab_items_evicted_nonzero_total", "slab_items_evicted_time_seconds", "slab_items_evicted_unfetched_total",
+	"slab_items_expired_unfetched_total", "slab_items_outofmemory_total", "slab_items_reclaimed_total",
+	"slab_items_tailrepairs_total", "slab_items_moves_to_cold", "slab_items_moves_to_warm",
+	"slab_items_moves_within_lru", "slab_hot_items", "slab_warm_items", "slab_cold_items", "slab_temporary_items",
+	"slab_hot_age_seconds", "slab_warm_age_seconds", "slab_lru_hits_total", "slab_chunk_size_bytes",
+	"slab_chunks_per_page", "slab_current_pages", "slab_current_chunks", "slab_chunks_used", "slab_chunks_free",
+	"slab_chunks_free_end", "slab_mem_requested_bytes", "slab_commands_total",
+}
+
+// TestMetricsHaveExporterFamilies checks that /metrics has every family of
+// memcached_exporter (but extstore's and the proxy's), with values that
+// agree with "stats" and "stats slabs".
+func TestMetricsHaveExporterFamilies(t *testing.T) {
+	s := startServer(t, "pool", "--metrics-listen", "127.0.0.1:0")
+	if _, _, err := exchange(s.Addr, "set a 0 0 5\r\nhello\r\nget a\r\nlru_crawler metadump all\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	body, code := scrape(t, "http://"+metricsAddr(t, s)+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, f := range exporterFamilies {
+		if !strings.Contains(body, "\n# TYPE memcached_"+f+" ") {
+			t.Errorf("/metrics lacks memcached_exporter's memcached_%s", f)
+		}
+	}
+	m := promSamples(t, body)
+	slabs, err := serverStats(s.Addr, "slabs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scrape and "stats slabs" may see the index grow in between; the
+	// item's own figures do not move.
+	if m["memcached_malloced_bytes"] <= 0 || slabs["total_malloced"] == "0" {
+		t.Errorf("memcached_malloced_bytes %v, total_malloced %q", m["memcached_malloced_bytes"], slabs["total_malloced"])
+	}
+	var class string
+	for k := range slabs {
+		if c, ok := strings.CutSuffix(k, ":used_chunks"); ok {
+			class = c
+		}
+	}
+	for metric, field := range map[string]string{
+		"memcached_slab_chunk_size_bytes": "chunk_size", "memcached_slab_current_pages": "total_pages",
+		"memcached_slab_chunks_used": "used_chunks", "memcached_slab_chunks_per_page": "chunks_per_page",
+	} {
+		want, _ := strconv.ParseFloat(slabs[class+":"+field], 64)
+		if got := m[metric+`{slab="`+class+`"}`]; got != want || got == 0 {
+			t.Errorf("%s{slab=%q} = %v, stats slabs %s = %v", metric, class, got, field, want)
+		}
+	}
+	for name, want := range map[string]float64{
+		"memcached_lru_crawler_starts_total": 1, "memcached_lru_crawler_items_checked_total": 1,
+		"memcached_lru_crawler_enabled": 0, "memcached_lru_crawler_sleep": 100,
+		`memcached_slab_lru_hits_total{lru="cold",slab="` + class + `"}`:                 1,
+		`memcached_slab_commands_total{command="set",slab="` + class + `",status="hit"}`: 1,
+	} {
+		if got, ok := m[name]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,7 +39,7 @@ func serve(cfg *Config) int {
 	}
 	defer sink.close()
 	daemon := isDaemonChild()
-	if daemon && sink.file != nil {
+	if daemon && sink.logFile() != nil {
 		// Until it is ready, the daemon also logs to the waiting command.
 		sink.set(io.MultiWriter(sink.file, os.Stderr))
 	}
@@ -66,7 +67,13 @@ func serve(cfg *Config) int {
 	// A clock refreshed once a second, like memcached's current_time: reading
 	// the system clock on every request costs a measurable part of a hit.
 	clock := newCoarseClock()
+	var watcher atomic.Pointer[handler.Handler] // "watch evictions": set once the handler exists
 	c, err := cache.New(cache.Config{
+		OnEvict: func(it *cache.Item) {
+			if h := watcher.Load(); h != nil {
+				h.WatchEviction(it)
+			}
+		},
 		MaxBytes:         cfg.MemoryMB << 20,
 		MaxItemSize:      cfg.MaxItemSize,
 		DisableEvictions: cfg.DisableEvictions,
@@ -101,6 +108,14 @@ func serve(cfg *Config) int {
 		}
 	}
 
+	var certs *certStore // nil without -Z
+	if cfg.TLS.Enabled {
+		if certs, err = newCertStore(cfg.TLS); err != nil {
+			log.Error().Err(err).Msg("cannot load the TLS certificate")
+			return exitFailure
+		}
+	}
+
 	var srv reactor.Server
 	stop := make(chan struct{}, 1)
 	h, err := handler.New(handler.Config{
@@ -118,7 +133,7 @@ func serve(cfg *Config) int {
 		Dialect:         protocolDialect(cfg.Protocol),
 		TandemVersion:   version,
 		EventLibrary:    eventLibrary(cfg.Mode),
-		Server:          func() handler.ServerInfo { return serverInfo(cfg, srv, pool) },
+		Server:          func() handler.ServerInfo { return withTLSInfo(serverInfo(cfg, srv, pool), certs) },
 		Settings:        func(live handler.Live) []handler.Setting { return settings(cfg, live) },
 		Conns: func() []protocol.ConnInfo {
 			if srv == nil {
@@ -126,21 +141,26 @@ func serve(cfg *Config) int {
 			}
 			return reactor.Conns(srv)
 		},
-		OnShutdown:  func() { stop <- struct{}{} },
-		OnVerbosity: func(level int) { setVerbosity(cfg, level) },
+		DisableWatch:  cfg.DisableWatch,
+		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
+		OnShutdown:    func() { stop <- struct{}{} },
+		OnVerbosity:   func(level int) { setVerbosity(cfg, level) },
+
+		RefreshCerts: certs.refreshCommand(log), // nil without -Z
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the handler")
 		return exitFailure
 	}
+	watcher.Store(h)
 
-	addrs, err := cfg.ListenAddrs()
+	addrs, tlsAddrs, err := tlsListens(cfg, certs)
 	if err != nil { // Validate has checked them
 		log.Error().Err(err).Msg("bad listen address")
 		return exitUsage
 	}
 	if cfg.UnixSocket != "" {
-		addrs = nil // as in memcached, -s disables TCP
+		addrs, tlsAddrs = nil, nil // as in memcached, -s disables TCP
 	}
 	met := newMetrics(cfg) // nil unless --metrics-listen
 	srv, err = reactor.New(reactor.Config{
@@ -165,20 +185,29 @@ func serve(cfg *Config) int {
 
 		ObserveLatency: met.latencyObserver(),
 		Clock:          clock.Now,
+
+		// TLS listeners are served by the net front end in every mode
+		// (reactor/tls.go).
+		TLSAddrs:            tlsAddrs,
+		TLSHandshakeTimeout: cfg.TLS.HandshakeTimeout,
+		TLSCounters:         certs.tlsCounters(),
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the server")
 		return exitFailure
 	}
-	if err := met.start(log, metricsSources{Handler: h, Cache: c}); err != nil {
+	met.registerTLS(certs)
+	src := metricsSources{Handler: h, Cache: c, Settings: func() []handler.Setting { return settings(cfg, h.Live()) }}
+	if err := met.start(log, src); err != nil {
 		log.Error().Err(err).Str("addr", cfg.MetricsListen).Msg("cannot start the metrics endpoint")
 		return exitFailure
 	}
 	defer met.stop()
 
 	// Signals are caught before the server listens, so that none sent once
-	// it is reachable can kill it. SIGHUP does not stop tandem (it has no
-	// configuration to reload); SIGUSR1 is memcached 1.6's graceful stop.
+	// it is reachable can kill it. SIGHUP does not stop tandem: it reopens
+	// --log-file (log rotation) and reloads the TLS certificates (as
+	// refresh_certs does); SIGUSR1 is memcached 1.6's graceful stop.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -197,9 +226,14 @@ func serve(cfg *Config) int {
 		}
 		defer os.Remove(cfg.PidFile)
 	}
+	if cfg.ListenDefault && cfg.UnixSocket == "" {
+		// Before "tandem listening", which tells scripts the server is up.
+		logListenDefault(log, srv.Addrs())
+	}
 	log.Info().
 		Str("addr", srv.Addr().String()).
 		Stringers("addrs", addrStringers(srv.Addrs())).
+		Stringers("tls_addrs", addrStringers(srv.Addrs()[:len(tlsAddrs)])).
 		Str("mode", string(cfg.Mode)).
 		Int("event_loops", cfg.Threads).
 		Int("workers", workersOf(cfg)).
@@ -222,7 +256,8 @@ wait:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				log.Info().Str("signal", sig.String()).Msg("signal ignored: tandem has no configuration to reload")
+				reopenLog(log, sink)
+				reloadCertsOnHangup(log, certs)
 				continue
 			}
 			log.Info().Str("signal", sig.String()).Msg("shutting down")
@@ -338,7 +373,7 @@ func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
 // garbage. It also lowers GOGC to 50 (unless GOGC is set): the heap is mostly
 // the index, which only grows with the items, and at 100 a churning cache's
 // garbage could double it while the limit is still far away. 25 was measured
-// too (docs/benchmarks.md, storage engine): 18 MiB less at the peak of a churn
+// too (CHANGELOG.md, storage engine round 3): 18 MiB less at the peak of a churn
 // over 1M items, but 10% more CPU and a 27% higher p99.9, since with the pages
 // out of the heap every cycle marks an index that is most of a small heap.
 func setMemoryLimit(log zerolog.Logger, mb int64) {

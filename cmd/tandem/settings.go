@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,12 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		}
 		return v
 	}
+	orCNull := func(v string) string { // C's printf of a NULL string
+		if v == "" {
+			return "(null)"
+		}
+		return v
+	}
 	evictions := "on"
 	if cfg.DisableEvictions {
 		evictions = "off"
@@ -35,7 +42,7 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 	proto := map[string]string{"auto": "auto-negotiate", "ascii": "ascii", "binary": "binary"}[cfg.Protocol]
 	auth := cfg.AuthFile != ""
 	list := [][2]string{
-		{"maxbytes", strconv.FormatInt(cfg.MemoryMB<<20, 10)},
+		{"maxbytes", strconv.FormatInt(cmp.Or(live.MaxBytes, cfg.MemoryMB<<20), 10)},
 		{"maxconns", strconv.Itoa(cfg.MaxConns)},
 		{"tcpport", strconv.Itoa(cfg.Port)},
 		{"udpport", "0"}, // UDP is not served, whatever -U says
@@ -61,9 +68,11 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"item_size_max", strconv.Itoa(cfg.MaxItemSize)},
 		{"maxconns_fast", "yes"}, // a connection over -c is answered and closed
 		{"hashpower_init", "0"},
-		{"slab_reassign", "no"},
-		{"slab_automove", "0"},
-		{"slab_automove_ratio", "0.80"},
+		// slabs reassign and automove are accepted (tandem moves memory
+		// between its classes by itself): see protocol/handler/admin.go.
+		{"slab_reassign", "yes"},
+		{"slab_automove", strconv.Itoa(live.SlabAutomove)},
+		{"slab_automove_ratio", strconv.FormatFloat(live.SlabAutomoveRatio, 'f', 2, 64)},
 		{"slab_automove_window", "30"},
 		{"slab_chunk_max", "524288"},
 		{"lru_crawler", "no"},
@@ -98,17 +107,18 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"ext_max_frag", "0.80"},
 		{"slab_automove_freeratio", "0.010"},
 		{"ext_drop_unread", "no"},
-		{"ssl_enabled", "no"},
-		{"ssl_chain_cert", "(null)"},
-		{"ssl_key", "(null)"},
-		{"ssl_verify_mode", "0"},
-		{"ssl_keyformat", "1"},
-		{"ssl_ciphers", "NULL"},
-		{"ssl_ca_cert", "NULL"},
-		{"ssl_wbuf_size", "16384"},
-		{"ssl_session_cache", "no"},
-		{"ssl_kernel_tls", "no"},
-		{"ssl_min_version", "tlsv1.2"},
+		// TLS, as memcached prints it (ssl_verify_mode as OpenSSL's bits).
+		{"ssl_enabled", yesNo(cfg.TLS.Enabled)},
+		{"ssl_chain_cert", orCNull(cfg.TLS.ChainCert)},
+		{"ssl_key", orCNull(cfg.TLS.Key)},
+		{"ssl_verify_mode", sslVerifyModeSetting(cfg.TLS.VerifyMode)},
+		{"ssl_keyformat", strconv.Itoa(cfg.TLS.KeyFormat)},
+		{"ssl_ciphers", orNULL(cfg.TLS.Ciphers)},
+		{"ssl_ca_cert", orNULL(cfg.TLS.CACert)},
+		{"ssl_wbuf_size", strconv.Itoa(cfg.TLS.WbufSize)},
+		{"ssl_session_cache", yesNo(cfg.TLS.SessionCache)},
+		{"ssl_kernel_tls", yesNo(cfg.TLS.KernelTLS)},
+		{"ssl_min_version", cfg.TLS.MinVersion},
 		{"num_napi_ids", "(null)"},
 		{"memory_file", "(null)"},
 		{"tandem_mode", string(cfg.Mode)},

@@ -14,27 +14,42 @@ var storeModes = [...]cache.StoreMode{
 	protocol.CmdCas:     cache.CAS,
 }
 
-// execute runs one request.
-func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
+// execute runs one request; cfd is the connection's descriptor, which the
+// lines of the watch command name.
+func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, bool) {
 	c := h.cfg.Cache
 	switch r.Cmd {
 	case protocol.CmdGet, protocol.CmdGets, protocol.CmdGat, protocol.CmdGats:
-		return h.retrieve(r, out), false
+		return h.retrieve(r, out, cfd), false
 	case protocol.CmdSet, protocol.CmdAdd, protocol.CmdReplace, protocol.CmdAppend, protocol.CmdPrepend, protocol.CmdCas:
 		if h.prefixes.on() {
 			h.prefixes.recordSet(r.Key)
 		}
 		outcome, _ := c.Store(storeModes[r.Cmd], r.Key, r.Data, r.Flags, r.Exptime, r.CAS)
+		if h.watch.on(watchMutations) {
+			h.watchStore(cfd, storeModeNames[storeModes[r.Cmd]], r.Key, storeStatus(outcome), r.Exptime, r.Flags, len(r.Data))
+		}
 		return reply(out, r.Noreply, storeReply(outcome)), false
 	case protocol.CmdDelete:
 		if h.prefixes.on() {
 			h.prefixes.recordDelete(r.Key)
 		}
-		return reply(out, r.Noreply, storeReply(c.Delete(r.Key))), false
+		outcome := c.Delete(r.Key)
+		if h.watch.on(watchFetchers) {
+			h.watchGet(cfd, r.Key, outcome == cache.Deleted, false, 0, 0)
+		}
+		return reply(out, r.Noreply, storeReply(outcome)), false
 	case protocol.CmdTouch:
-		return reply(out, r.Noreply, storeReply(c.Touch(r.Key, r.Exptime))), false
+		outcome := c.Touch(r.Key, r.Exptime)
+		if h.watch.on(watchFetchers) {
+			h.watchGet(cfd, r.Key, outcome == cache.Touched, false, 0, 0)
+		}
+		return reply(out, r.Noreply, storeReply(outcome)), false
 	case protocol.CmdIncr, protocol.CmdDecr:
 		v, outcome := c.Arith(r.Key, r.Cmd == protocol.CmdIncr, r.Delta)
+		if h.watch.on(watchFetchers) {
+			h.watchGet(cfd, r.Key, outcome != cache.NotFound, false, 0, 0)
+		}
 		if outcome == cache.Stored {
 			if r.Noreply {
 				return out, false
@@ -62,13 +77,19 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		}
 		return out, true
 	case protocol.CmdMetaGet, protocol.CmdMetaSet, protocol.CmdMetaDelete, protocol.CmdMetaArithmetic, protocol.CmdMetaDebug:
-		return h.metaExec(r, out), false
+		return h.metaExec(r, out, cfd), false
 	case protocol.CmdMetaNoop:
 		return append(out, "MN\r\n"...), false
 	case protocol.CmdBinary:
 		return h.binary(r, out)
+	case protocol.CmdSlabs:
+		return h.slabsCmd(r, out), false
+	case protocol.CmdCacheMemlimit:
+		return h.cacheMemlimit(r, out), false
 	case protocol.CmdTextAuth:
 		return h.textAuth(r, out), false
+	case protocol.CmdRefreshCerts:
+		return h.refreshCerts(r, out), false
 	case protocol.CmdError:
 		return h.protocolError(r, out)
 	}
@@ -76,7 +97,7 @@ func (h *Handler) execute(r *protocol.Request, out []byte) ([]byte, bool) {
 }
 
 // retrieve answers get, gets, gat and gats.
-func (h *Handler) retrieve(r *protocol.Request, out []byte) []byte {
+func (h *Handler) retrieve(r *protocol.Request, out []byte, cfd int) []byte {
 	opt := cache.GetOptions{}
 	if r.Cmd == protocol.CmdGat || r.Cmd == protocol.CmdGats {
 		opt.Touch, opt.Exptime = true, r.Exptime
@@ -86,9 +107,16 @@ func (h *Handler) retrieve(r *protocol.Request, out []byte) []byte {
 		a = casAppender{}
 	}
 	detail := h.prefixes.on()
+	watch := h.watch.on(watchFetchers)
 	for _, k := range r.Keys {
 		var hit bool
-		out, hit = h.cfg.Cache.Get(out, k, opt, a)
+		if watch {
+			var seen seenItem
+			out, hit = h.cfg.Cache.Get(out, k, opt, seenAppender{a, &seen})
+			h.watchGet(cfd, k, hit, true, seen.flags, seen.nvalue)
+		} else {
+			out, hit = h.cfg.Cache.Get(out, k, opt, a)
+		}
 		if detail {
 			h.prefixes.recordGet(k, hit)
 		}
@@ -201,6 +229,21 @@ func storeReply(o cache.Outcome) string {
 	return protocol.ReplyError + "\r\n"
 }
 
+// refreshCerts answers refresh_certs as memcached 1.6.18 (built with TLS,
+// as Debian's is) does: OK, or the line naming what failed to load ("Error
+// TLS not enabled" without -Z). noreply silences OK only: memcached writes
+// the error line anyway.
+func (h *Handler) refreshCerts(r *protocol.Request, out []byte) []byte {
+	msg := "Error TLS not enabled"
+	if h.cfg.RefreshCerts != nil {
+		msg = h.cfg.RefreshCerts()
+	}
+	if msg == "" {
+		return reply(out, r.Noreply, protocol.RespOK)
+	}
+	return appendLine(out, msg)
+}
+
 // reply appends a full reply line unless the request asked for no reply.
 func reply(out []byte, noreply bool, line string) []byte {
 	if noreply {
@@ -213,4 +256,22 @@ func reply(out []byte, noreply bool, line string) []byte {
 func appendLine(out []byte, line string) []byte {
 	out = append(out, line...)
 	return append(out, "\r\n"...)
+}
+
+// seenItem is what the watch command's item_get line tells of a hit.
+type seenItem struct {
+	flags  uint32
+	nvalue int
+}
+
+// seenAppender notes a hit's flags and value length for the watch command,
+// then appends it with a.
+type seenAppender struct {
+	a    cache.Appender
+	seen *seenItem
+}
+
+func (s seenAppender) AppendItem(dst []byte, it cache.Item) []byte {
+	s.seen.flags, s.seen.nvalue = it.Flags, len(it.Value)
+	return s.a.AppendItem(dst, it)
 }

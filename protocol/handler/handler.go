@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,8 @@ type Config struct {
 	PrefixDelimiter byte
 	// DetailEnabled starts with per-prefix stats on ("stats detail on").
 	DetailEnabled bool
+	// DisableWatch refuses the watch command (memcached -W).
+	DisableWatch bool
 	// Verbosity is the starting verbosity (memcached -v: 1, -vv: 2, -vvv: 3);
 	// the verbosity command changes it. From 2 on, every command line and
 	// reply line is logged at debug level, as memcached -vv prints them.
@@ -73,8 +76,17 @@ type Config struct {
 	Dialect protocol.Dialect
 	// OnShutdown is called (on its own goroutine) by an allowed shutdown.
 	OnShutdown func()
+	// OnMemoryLimit is called with the new limit in bytes after
+	// cache_memlimit changed it (the process's memory limit follows -m).
+	OnMemoryLimit func(bytes int64)
 	// OnVerbosity is called with the level of a verbosity command.
 	OnVerbosity func(level int)
+	// RefreshCerts reloads the TLS certificate, key and CA files
+	// (refresh_certs). It returns the reply line of a failure without its
+	// CRLF (memcached's "Error loading the key: <file> : <why>"), "" on
+	// success. nil:
+	// TLS is off, and refresh_certs answers as memcached's does then.
+	RefreshCerts func() string
 	// Now is the wall clock for stats; nil means time.Now.
 	Now func() time.Time
 }
@@ -85,6 +97,14 @@ type Live struct {
 	Verbosity       int
 	DetailEnabled   bool
 	PrefixDelimiter byte
+	// MaxBytes is -m in bytes as cache_memlimit last set it; 0 when it has
+	// not changed since the start.
+	MaxBytes int64
+	// SlabAutomove and SlabAutomoveRatio are what "slabs automove" last
+	// set (memcached's defaults at first: 1 and 0.8). They have no effect:
+	// tandem's cache moves memory between its classes by itself.
+	SlabAutomove      int
+	SlabAutomoveRatio float64
 }
 
 // Handler executes requests. It is safe for concurrent use; per-connection
@@ -104,6 +124,14 @@ type Handler struct {
 	prefixes     prefixStats
 	dumpLimit    int          // DumpLimit; tests lower it
 	dumpsRunning atomic.Int64 // lru_crawler metadumps unfinished
+	watch        logBroker    // the watch command's watchers
+
+	// limiter is the cache as a MemoryLimiter, nil while the cache cannot
+	// change its limit at run time (tests set a fake).
+	limiter       MemoryLimiter
+	memLimit      atomic.Int64  // -m in bytes as cache_memlimit set it; 0 = unchanged
+	automove      atomic.Int32  // slabs automove level
+	automoveRatio atomic.Uint64 // slabs automove ratio, float64 bits
 
 	resetMu sync.Mutex
 	// serverBase holds the server counters at the last "stats reset", which
@@ -128,9 +156,16 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, started: cfg.Now(), pid: os.Getpid(), dumpLimit: DumpLimit}
 	h.verbosity.Store(int64(cfg.Verbosity))
+	h.limiter, _ = any(cfg.Cache).(MemoryLimiter)
+	h.automove.Store(1)
+	h.automoveRatio.Store(math.Float64bits(0.8))
 	h.prefixes.init(cfg.PrefixDelimiter, cfg.DetailEnabled)
 	return h, nil
 }
+
+// Live returns the settings commands change at run time, as "stats
+// settings" reports them.
+func (h *Handler) Live() Live { return h.live() }
 
 // live returns the run-time settings.
 func (h *Handler) live() Live {
@@ -138,5 +173,9 @@ func (h *Handler) live() Live {
 		Verbosity:       int(h.verbosity.Load()),
 		DetailEnabled:   h.prefixes.enabled.Load(),
 		PrefixDelimiter: h.cfg.PrefixDelimiter,
+
+		MaxBytes:          h.memLimit.Load(),
+		SlabAutomove:      int(h.automove.Load()),
+		SlabAutomoveRatio: math.Float64frombits(h.automoveRatio.Load()),
 	}
 }

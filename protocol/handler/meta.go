@@ -18,24 +18,24 @@ type metaKeyBuf [protocol.MaxKeyLen]byte
 // flag b its decoding (the parser has checked that it decodes). The decoding
 // buffer lives on the stack and is only set up for b, so the common path
 // does not pay for clearing it.
-func (h *Handler) metaExec(r *protocol.Request, out []byte) []byte {
+func (h *Handler) metaExec(r *protocol.Request, out []byte, cfd int) []byte {
 	if !r.Meta.Has('b') {
-		return h.metaRun(r, r.Key, out)
+		return h.metaRun(r, r.Key, out, cfd)
 	}
 	var buf metaKeyBuf
-	return h.metaRun(r, buf[:protocol.DecodeBase64Key(buf[:], r.Key)], out)
+	return h.metaRun(r, buf[:protocol.DecodeBase64Key(buf[:], r.Key)], out, cfd)
 }
 
-func (h *Handler) metaRun(r *protocol.Request, key, out []byte) []byte {
+func (h *Handler) metaRun(r *protocol.Request, key, out []byte, cfd int) []byte {
 	switch r.Cmd {
 	case protocol.CmdMetaGet:
-		return h.metaGet(r, key, out)
+		return h.metaGet(r, key, out, cfd)
 	case protocol.CmdMetaSet:
-		return h.metaSet(r, key, out)
+		return h.metaSet(r, key, out, cfd)
 	case protocol.CmdMetaDelete:
-		return h.metaDelete(r, key, out)
+		return h.metaDelete(r, key, out, cfd)
 	case protocol.CmdMetaArithmetic:
-		return h.metaArith(r, key, out)
+		return h.metaArith(r, key, out, cfd)
 	}
 	return h.metaDebug(r, key, out)
 }
@@ -90,7 +90,7 @@ func appendTTL(dst []byte, exp, now int64) []byte {
 }
 
 // metaGet answers mg.
-func (h *Handler) metaGet(r *protocol.Request, key, out []byte) []byte {
+func (h *Handler) metaGet(r *protocol.Request, key, out []byte, cfd int) []byte {
 	m := &r.Meta
 	opt := cache.MetaGetOptions{NoBump: m.Has('u')}
 	if m.Has('T') {
@@ -107,7 +107,14 @@ func (h *Handler) metaGet(r *protocol.Request, key, out []byte) []byte {
 		opt.VivifyLast = flagBefore(m.Order(), 'T', 'N')
 	}
 	start := len(out)
-	out, hit := h.cfg.Cache.MetaGet(out, key, opt, mgAppender{r})
+	var hit bool
+	if h.watch.on(watchFetchers) {
+		var seen seenItem
+		out, hit = h.cfg.Cache.MetaGet(out, key, opt, seenAppender{mgAppender{r}, &seen})
+		h.watchGet(cfd, key, hit, true, seen.flags, seen.nvalue)
+	} else {
+		out, hit = h.cfg.Cache.MetaGet(out, key, opt, mgAppender{r})
+	}
 	switch {
 	case m.OpaqueTooLong:
 		// memcached notices while writing the reply, after the lookup.
@@ -202,7 +209,7 @@ func metaStoreMode(m *protocol.MetaArgs) cache.StoreMode {
 }
 
 // metaSet answers ms.
-func (h *Handler) metaSet(r *protocol.Request, key, out []byte) []byte {
+func (h *Handler) metaSet(r *protocol.Request, key, out []byte, cfd int) []byte {
 	m := &r.Meta
 	if m.TooLarge {
 		// memcached unlinks the key whatever the mode.
@@ -216,6 +223,9 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte) []byte {
 	}
 	opt := cache.MetaStoreOptions{Invalidate: m.Has('I') && mode == cache.CAS, KeyBinary: m.Has('b')}
 	outcome, id := h.cfg.Cache.MetaStore(mode, key, r.Data, r.Flags, r.Exptime, cas, opt)
+	if h.watch.on(watchMutations) {
+		h.watchStore(cfd, storeModeNames[mode], key, storeStatus(outcome), r.Exptime, r.Flags, len(r.Data))
+	}
 	switch outcome {
 	case cache.Stored:
 		if r.Noreply {
@@ -253,12 +263,15 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte) []byte {
 }
 
 // metaDelete answers md.
-func (h *Handler) metaDelete(r *protocol.Request, key, out []byte) []byte {
+func (h *Handler) metaDelete(r *protocol.Request, key, out []byte, cfd int) []byte {
 	m := &r.Meta
 	outcome := h.cfg.Cache.MetaDelete(key, cache.MetaDeleteOptions{
 		CompareCAS: m.Has('C'), CAS: r.CAS,
 		Invalidate: m.Has('I'), Touch: m.Has('T'), Exptime: r.Exptime,
 	})
+	if h.watch.on(watchFetchers) {
+		h.watchGet(cfd, key, outcome != cache.NotFound, false, 0, 0)
+	}
 	switch outcome {
 	case cache.Deleted:
 		if r.Noreply {
@@ -274,7 +287,7 @@ func (h *Handler) metaDelete(r *protocol.Request, key, out []byte) []byte {
 }
 
 // metaArith answers ma.
-func (h *Handler) metaArith(r *protocol.Request, key, out []byte) []byte {
+func (h *Handler) metaArith(r *protocol.Request, key, out []byte, cfd int) []byte {
 	m := &r.Meta
 	opt := cache.MetaArithOptions{
 		Vivify: m.Has('N'), Initial: m.Initial, VivifyExpt: m.VivifyTTL,
@@ -286,6 +299,9 @@ func (h *Handler) metaArith(r *protocol.Request, key, out []byte) []byte {
 	}
 	incr := m.Mode != 'D' && m.Mode != '-'
 	res, outcome := h.cfg.Cache.MetaArith(key, incr, r.Delta, opt)
+	if h.watch.on(watchFetchers) {
+		h.watchGet(cfd, key, outcome != cache.NotFound && !res.Created, false, 0, 0)
+	}
 	switch outcome {
 	case cache.NonNumeric:
 		return appendLine(out, protocol.ReplyNonNumeric)

@@ -25,6 +25,11 @@ type Session struct {
 	execs     int
 	streaming bool    // the reactor calls Continue (see Stream)
 	dump      keyDump // an lru_crawler metadump Continue has still to finish
+
+	// Set once by SetPush (see watch.go), before the first Execute.
+	fd      int                       // the connection's descriptor, for log lines
+	push    func([]byte) (int, error) // writes to the connection between replies; nil without one
+	watcher *watcher                  // the watch this connection runs; it then answers nothing
 }
 
 // NewSession creates the state of a new connection from peer (the client's
@@ -39,7 +44,7 @@ func (h *Handler) NewSession(peer string) *Session {
 	if h.cfg.Auth != nil {
 		p.RequireAuth(h.cfg.Auth.Check)
 	}
-	return &Session{h: h, peer: peer, parser: p}
+	return &Session{h: h, peer: peer, parser: p, fd: -1}
 }
 
 // Next parses the next request from buf; see protocol.Parser.Next.
@@ -69,6 +74,7 @@ func (s *Session) Close() {
 	s.h.count(BytesWritten, s.written)
 	s.read, s.written = 0, 0
 	s.dropDump()
+	s.closeWatch()
 }
 
 // Stream tells the session that its executor calls Continue: from then on
@@ -103,6 +109,11 @@ func (s *Session) Continue(out []byte) ([]byte, bool) {
 // Execute runs r and appends its reply to out. It reports whether the
 // connection must be closed once out is written.
 func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
+	if s.watcher != nil {
+		// A watching connection answers nothing more: its requests are
+		// read and dropped (memcached stops reading it).
+		return out, false
+	}
 	if s.dump.on {
 		// The executor did not finish a streamed reply before running the
 		// next request: finish it here, so that replies stay whole.
@@ -116,10 +127,13 @@ func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	// changes it in between for this connection.
 	logCmd := s.h.verbose()
 	var closeConn bool
-	if r.Cmd == protocol.CmdLruCrawler {
+	switch r.Cmd {
+	case protocol.CmdLruCrawler:
 		out = s.lruCrawler(r, out)
-	} else {
-		out, closeConn = s.h.execute(r, out)
+	case protocol.CmdWatch:
+		out = s.watchCmd(r, out)
+	default:
+		out, closeConn = s.h.execute(r, out, s.fd)
 	}
 	s.written += uint64(len(out) - before)
 	if s.execs++; s.execs >= statsFlushEvery {

@@ -50,6 +50,9 @@ const (
 	ClosedOverflow                              // tandem_closed_overflow: over --max-conn-input/output
 	ClosedIdle                                  // tandem_closed_idle: by --idle-timeout
 	ReadPauses                                  // tandem_read_pauses: reads paused for a connection over its buffer marks
+	SSLHandshakeErrors                          // ssl_handshake_errors: TLS handshakes failed or timed out
+	SSLProtoErrors                              // ssl_proto_errors: TLS connections closed on a protocol error
+	SSLNewSessions                              // ssl_new_sessions: full TLS handshakes (not resumed)
 	NumServerCounters
 )
 
@@ -79,6 +82,14 @@ type ServerInfo struct {
 	PoolRunning int
 	PoolParked  int64
 
+	// SSLEnabled is -Z: the ssl_* fields are printed only then, as in
+	// memcached; ssl_new_sessions only with SSLSessionCache too.
+	SSLEnabled      bool
+	SSLSessionCache bool
+	// SSLCertRefreshed is when the certificate was last loaded
+	// (time_since_server_cert_refresh).
+	SSLCertRefreshed time.Time
+
 	Counters [NumServerCounters]uint64
 }
 
@@ -96,6 +107,12 @@ type Stats struct {
 	// DumpsRunning is the lru_crawler metadumps unfinished now
 	// (lru_crawler_running is 1 while there is one).
 	DumpsRunning int64
+	// The watch command's log (watch.go): watchers now, lines formatted,
+	// lines sent to watchers, lines a watcher lost for not keeping up.
+	LogWatchers       int64
+	LogWorkerWritten  uint64
+	LogWatcherSent    uint64
+	LogWatcherSkipped uint64
 }
 
 // Uptime is the whole seconds since the handler started.
@@ -125,6 +142,10 @@ func (h *Handler) Stats() Stats {
 		st.Counters[i] = h.counters[i].Load()
 	}
 	st.DumpsRunning = h.dumpsRunning.Load()
+	st.LogWatchers = int64(h.watch.count())
+	st.LogWorkerWritten = h.watch.written.Load()
+	st.LogWatcherSent = h.watch.sent.Load()
+	st.LogWatcherSkipped = h.watch.skipped.Load()
 	return st
 }
 
@@ -141,6 +162,9 @@ func (h *Handler) resetStats() {
 	}
 	h.badChunkSets.Store(0)
 	h.prefixes.reset()
+	h.watch.written.Store(0)
+	h.watch.sent.Store(0)
+	h.watch.skipped.Store(0)
 	if h.cfg.Server == nil {
 		return
 	}
@@ -152,7 +176,7 @@ func (h *Handler) resetStats() {
 
 // appendGeneralStats writes "stats": every field memcached 1.6.18 prints, in
 // its order, then tandem's own. Fields of memcached features tandem does not
-// have (slab rebalancing, the LRU maintainer, log watchers, NAPI ids) are 0,
+// have (slab rebalancing, the LRU maintainer, NAPI ids) are 0,
 // as memcached reports them when they are off. The LRU crawler's fields
 // count lru_crawler metadumps, which memcached runs as crawls.
 func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) []byte {
@@ -234,9 +258,12 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 		"slab_reassign_running", "slabs_moved")
 	i("lru_crawler_running", crawling)
 	u("lru_crawler_starts", hc[CrawlerStarts])
-	zero("lru_maintainer_juggles", "malloc_fails",
-		"log_worker_dropped", "log_worker_written", "log_watcher_skipped", "log_watcher_sent", "log_watchers",
-		"unexpected_napi_ids", "round_robin_fallback")
+	zero("lru_maintainer_juggles", "malloc_fails", "log_worker_dropped")
+	u("log_worker_written", st.LogWorkerWritten)
+	u("log_watcher_skipped", st.LogWatcherSkipped)
+	u("log_watcher_sent", st.LogWatcherSent)
+	i("log_watchers", st.LogWatchers)
+	zero("unexpected_napi_ids", "round_robin_fallback")
 	u("bytes", cs.Bytes)
 	u("curr_items", cs.CurrItems)
 	u("total_items", cs.TotalItems)
@@ -252,6 +279,17 @@ func appendGeneralStats(out []byte, st *Stats, eventLib, tandemVersion string) [
 	u("crawler_items_checked", hc[CrawlerItemsChecked])
 	zero("lrutail_reflocked",
 		"moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped")
+
+	if si.SSLEnabled {
+		// memcached prints these last, when TLS is on; ssl_proto_errors
+		// is from memcached releases newer than 1.6.18.
+		if si.SSLSessionCache {
+			u("ssl_new_sessions", sc[SSLNewSessions])
+		}
+		u("ssl_handshake_errors", sc[SSLHandshakeErrors])
+		u("ssl_proto_errors", sc[SSLProtoErrors])
+		i("time_since_server_cert_refresh", max(int64(st.Now.Sub(si.SSLCertRefreshed)/time.Second), 0))
+	}
 
 	// tandem's own fields.
 	s("tandem_version", orNULL(tandemVersion))

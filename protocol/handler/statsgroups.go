@@ -75,7 +75,13 @@ func (h *Handler) statsDetail(args [][]byte, out []byte) []byte {
 func shardID(s *cache.ShardStats) string { return strconv.Itoa(s.Shard + 1) }
 
 // appendItemsStats writes "stats items": one block per shard holding items,
-// like memcached's per-class item stats.
+// like memcached's per-class item stats, with every field memcached 1.6.18
+// prints, in its order, then tandem's. tandem keeps one list per shard where
+// memcached segments its LRU: its items and hits are reported as COLD (the
+// segment memcached evicts from), HOT, WARM and TEMP are empty. Fields of
+// what tandem does not have (tail repairs, the LRU crawler and maintainer)
+// are 0, and so are evicted_nonzero and evicted_time, which the cache does
+// not report (see docs/protocol.md).
 func (h *Handler) appendItemsStats(out []byte) []byte {
 	for _, s := range h.cfg.Cache.ShardStats(nil) {
 		if s.CurrItems == 0 {
@@ -88,13 +94,33 @@ func (h *Handler) appendItemsStats(out []byte) []byte {
 			v    uint64
 		}{
 			{"number", s.CurrItems},
+			{"number_hot", 0},
+			{"number_warm", 0},
+			{"number_cold", s.CurrItems},
+			{"age_hot", 0},
+			{"age_warm", 0},
 			{"age", uint64(s.Age)},
 			{"mem_requested", s.Bytes},
 			{"evicted", c.Evictions},
+			{"evicted_nonzero", 0},
+			{"evicted_time", 0},
 			{"outofmemory", c.StoreNoMemory},
+			{"tailrepairs", 0},
 			{"reclaimed", c.Reclaimed},
 			{"expired_unfetched", c.ExpiredUnfetched},
 			{"evicted_unfetched", c.EvictedUnfetched},
+			{"evicted_active", 0},
+			{"crawler_reclaimed", 0},
+			{"crawler_items_checked", 0},
+			{"lrutail_reflocked", 0},
+			{"moves_to_cold", 0},
+			{"moves_to_warm", 0},
+			{"moves_within_lru", 0},
+			{"direct_reclaims", 0},
+			{"hits_to_hot", 0},
+			{"hits_to_warm", 0},
+			{"hits_to_cold", c.GetHits},
+			{"hits_to_temp", 0},
 			{"tandem_byte_evictions", c.ByteEvictions},
 		} {
 			out = protocol.AppendStatString(out, prefix+f.name, strconv.FormatUint(f.v, 10))
@@ -104,23 +130,33 @@ func (h *Handler) appendItemsStats(out []byte) []byte {
 }
 
 // appendSlabsStats writes "stats slabs": one block per shard that holds or
-// has stored items, then the totals.
+// has stored items, with memcached 1.6.18's fields in its order (the chunk
+// and page figures derived as SlabView says), then tandem's, then the
+// totals.
 func (h *Handler) appendSlabsStats(out []byte) []byte {
 	shards := h.cfg.Cache.ShardStats(nil)
 	active := 0
-	var bytesUsed uint64
+	var malloced uint64
 	for _, s := range shards {
-		bytesUsed += s.Bytes
+		malloced += s.Used
 		if s.CurrItems == 0 && s.CmdSet == 0 {
 			continue
 		}
 		active++
 		prefix := shardID(&s) + ":"
 		c := &s.Stats
+		v := ShardSlab(&s)
 		for _, f := range [...]struct {
 			name string
 			v    uint64
 		}{
+			{"chunk_size", v.ChunkSize},
+			{"chunks_per_page", v.ChunksPerPage},
+			{"total_pages", v.TotalPages},
+			{"total_chunks", v.TotalChunks},
+			{"used_chunks", v.UsedChunks},
+			{"free_chunks", v.FreeChunks},
+			{"free_chunks_end", v.FreeChunksEnd},
 			{"get_hits", c.GetHits},
 			{"cmd_set", c.CmdSet},
 			{"delete_hits", c.DeleteHits},
@@ -129,8 +165,7 @@ func (h *Handler) appendSlabsStats(out []byte) []byte {
 			{"cas_hits", c.CasHits},
 			{"cas_badval", c.CasBadval},
 			{"touch_hits", c.TouchHits},
-			{"used_chunks", s.CurrItems},
-			{"mem_requested", s.Bytes},
+			{"tandem_mem_requested", s.Bytes},
 			{"tandem_budget_bytes", s.Budget},
 			{"tandem_index_capacity", s.IndexCapacity},
 			{"tandem_index_entries", s.IndexEntries},
@@ -140,9 +175,9 @@ func (h *Handler) appendSlabsStats(out []byte) []byte {
 		}
 	}
 	out = protocol.AppendStatString(out, "active_slabs", strconv.Itoa(active))
-	// memcached's total_malloced is the memory of its slab pages; tandem
-	// allocates per item, so it reports the bytes charged to live items.
-	out = protocol.AppendStatString(out, "total_malloced", strconv.FormatUint(bytesUsed, 10))
+	// memcached's total_malloced is the memory of its slab pages; tandem's
+	// is the memory charged against -m: slab pages and the index.
+	out = protocol.AppendStatString(out, "total_malloced", strconv.FormatUint(malloced, 10))
 	return protocol.AppendStatString(out, "tandem_shards", strconv.Itoa(len(shards)))
 }
 
@@ -174,6 +209,10 @@ func (h *Handler) appendConnsStats(out []byte) []byte {
 		}
 		out = protocol.AppendStatString(out, prefix+"state", state)
 		out = protocol.AppendStatString(out, prefix+"secs_since_last_cmd", strconv.FormatInt(max(idle, 0), 10))
+		if c.TLS != "" {
+			// tandem's own line: memcached's stats conns does not say.
+			out = protocol.AppendStatString(out, prefix+"tls", c.TLS)
+		}
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,8 +58,15 @@ func run(args []string, stderr io.Writer) int {
 		noPlots   = fs.Bool("no-plots", false, "skip the PNG plots")
 		strict    = fs.Bool("strict", false, "exit 1 when any request failed or did not verify")
 		eqRSS     = fs.Int("equal-rss-m", 0, "hitratio-rss: run the equal-RSS tandem at this -m instead of searching it")
-		dirty     = fs.Bool("allow-dirty", false, "measure uncommitted changes (refused otherwise, except with --quick); the reports say so")
-		rerender  = fs.Bool("rerender", false, "only rewrite the .md files and plots in -out from its .json files (no measuring)")
+		trSpec    = fs.String("trace", "", "trace scenario: an ARC trace file (.zst read compressed; cite Megiddo and Modha, "+
+			"\"ARC\", FAST 2003 with its results) or zipf:theta:keys:requests[:seed] (default: zipf:0.99:1000000:4000000, scaled by the profile)")
+		trValue  = fs.Int("trace-value", 0, "trace scenario: value size in bytes (default 1000 for a trace file, 100 for zipf)")
+		trBatch  = fs.Int("trace-batch", 100, "trace scenario: keys per multi-get")
+		trWarmup = fs.Float64("trace-warmup", 0.25, "trace scenario: fraction of the accesses before the measured part ('hit after warm-up'); 0 = none")
+		trMem    = fs.String("trace-m", "", "trace scenario: comma-separated -m values in MB, one fresh server per target and value "+
+			"(default: 16,256 for zipf, 16,32,64,128 for a file; quick: 2,4 and 8,16)")
+		dirty    = fs.Bool("allow-dirty", false, "measure uncommitted changes (refused otherwise, except with --quick); the reports say so")
+		rerender = fs.Bool("rerender", false, "only rewrite the .md files and plots in -out from its .json files (no measuring)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: harness [flags]\n\nRuns the benchmark scenarios against tandem and memcached side by side.\n\n")
@@ -101,6 +109,16 @@ func run(args []string, stderr io.Writer) int {
 		o.Profile = harness.Full
 	}
 	o.Scenarios = splitList(*scenarios)
+	to := harness.TraceOptions{Spec: *trSpec, ValueSize: *trValue, Batch: *trBatch, Warmup: *trWarmup}
+	for _, s := range splitList(*trMem) {
+		m, err := strconv.Atoi(s)
+		if err != nil || m < 1 {
+			fmt.Fprintf(stderr, "harness: --trace-m: %q is not a positive number of MB\n", s)
+			return 2
+		}
+		to.MemoryMB = append(to.MemoryMB, m)
+	}
+	o.Trace = &to
 	o.TargetFilter = splitList(*targets)
 
 	var err error
