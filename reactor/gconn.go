@@ -17,7 +17,7 @@ import (
 // Ownership: gnet's Conn methods, the parser half of sess and the fields
 // marked loop-owned are used only on the connection's event loop. Requests
 // are executed by one goroutine at a time, "the executor": in inline mode
-// the loop; in pool mode the worker that moved state to stRunning; after
+// the loop; in pool mode the task that took it (state stRunning); after
 // the loop let go of the connection (gnet closed it, or shutdown drained it)
 // whoever runs the leftovers (see detach). Replies go out through w, which
 // owns a descriptor of its own, so requests read before a close still run
@@ -450,7 +450,7 @@ func (gc *gconn) frameLocked() bool {
 }
 
 // runSlice runs up to ReqsPerEvent requests of the connection on a worker,
-// then puts it back in the run queue if more is pending.
+// then parks it again (requeue) if more is pending.
 func (gc *gconn) runSlice() {
 	if gc.cur == nil {
 		switch gc.takeBatch() {
