@@ -29,19 +29,19 @@ func Conns(s Server) []protocol.ConnInfo {
 	return nil
 }
 
-// Conns implements ConnLister. gnet recycles a connection's address buffers
-// once OnClose has run, so addresses are copied while connMu proves the
-// connection is still registered (OnClose unregisters it under connMu
-// before gnet releases it).
+// Conns implements ConnLister. A connection gnet closed while requests of
+// it were still to run is listed until they have run, the way memcached
+// lists a connection until it has answered what it read: a client that
+// sends "stats conns" and closes at once finds itself in the reply.
 func (s *gnetServer) Conns() []protocol.ConnInfo {
 	s.connMu.Lock()
 	infos := make([]protocol.ConnInfo, 0, len(s.conns))
 	gcs := make([]*gconn, 0, len(s.conns))
 	for gc := range s.conns {
 		infos = append(infos, protocol.ConnInfo{
-			FD:         gc.c.Fd(),
-			Remote:     cloneAddr(gc.c.RemoteAddr()),
-			Local:      s.listenerOf(gc.c.LocalAddr()),
+			FD:         gc.fd,
+			Remote:     gc.remote,
+			Local:      gc.local,
 			LastActive: time.Unix(0, gc.lastActive.Load()),
 		})
 		gcs = append(gcs, gc)

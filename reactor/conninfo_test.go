@@ -150,3 +150,43 @@ func TestActivityNow(t *testing.T) {
 		})
 	}
 }
+
+// A connection that sends a request and closes its side at once is still
+// listed while the request runs (memcached lists it until it answered):
+// "stats conns" sent that way finds its own connection.
+func TestConnsListsClosedConnWithWorkLeft(t *testing.T) {
+	release := make(chan struct{})
+	srv := startTest(t, ModePool, func(c *Config) {
+		c.NewSession = func(net.Addr) Session { return blockSession{release: release} }
+	})
+	c, err := net.DialTimeout("tcp", srv.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(c, "block\n")
+	_ = c.(*net.TCPConn).CloseWrite()
+	for i := 0; srv.Stats().TotalConns == 0 || srv.Stats().CurrConns != 0; i++ {
+		if i == 10_000 {
+			close(release)
+			t.Fatal("the server did not see the half-close")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	infos := Conns(srv)
+	close(release)
+	if len(infos) != 1 || infos[0].Remote.String() != c.LocalAddr().String() {
+		t.Errorf("Conns after the half-close with a request running = %+v, want the connection %v", infos, c.LocalAddr())
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "R:block\n" {
+		t.Fatalf("reply %q, %v", line, err)
+	}
+	for i := 0; len(Conns(srv)) != 0; i++ {
+		if i == 10_000 {
+			t.Fatalf("Conns still lists %+v after the reply", Conns(srv))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,10 +1,11 @@
 // Package reactor holds tandem's network front ends, one per server mode:
 //
 //   - pool (the default): gnet event loops accept connections and frame
-//     requests into a per-connection batch, then queue the connection on a
-//     run queue; long-lived workers running on an Executor (a bounded worker
-//     pool) take connections from it and run a slice of each, in request
-//     order, writing the replies themselves (runqueue.go).
+//     requests into a per-connection batch, then hand the connection to an
+//     Executor (a bounded worker pool) as a task, at most one in flight per
+//     connection, or park it when every worker is busy; a task runs a slice
+//     of requests of its connection, in request order, writing the replies
+//     itself, then takes parked connections in turn (dispatch.go).
 //   - inline: the gnet loop that owns a connection also executes its
 //     requests, like memcached's own worker threads.
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing

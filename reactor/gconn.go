@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -16,13 +17,13 @@ import (
 // Ownership: gnet's Conn methods, the parser half of sess and the fields
 // marked loop-owned are used only on the connection's event loop. Requests
 // are executed by one goroutine at a time, "the executor": in inline mode
-// the loop; in pool mode the worker that moved state to stRunning; after
+// the loop; in pool mode the task that took it (state stRunning); after
 // the loop let go of the connection (gnet closed it, or shutdown drained it)
 // whoever runs the leftovers (see detach). Replies go out through w, which
 // owns a descriptor of its own, so requests read before a close still run
 // and, when the peer still reads, are answered.
 //
-// Lock order: mu, then the run queue's mu; connWriter.mu is never held with
+// Lock order: mu, then the parked queue's mu; connWriter.mu is never held with
 // either.
 type gconn struct {
 	s    *gnetServer
@@ -31,6 +32,11 @@ type gconn struct {
 	ep   int // the loop's epoll descriptor, -1 when reads cannot be paused
 	sess Session
 	w    *connWriter
+
+	// remote and local (the listener's address) are copied at open: gnet
+	// recycles its address buffers after OnClose, and a connection with
+	// work left is still listed for "stats conns" until it finishes.
+	remote, local net.Addr
 
 	// streamer is sess when its replies may come in parts; unfinished says
 	// a reply has parts still to come. Both belong to the executor.
@@ -44,6 +50,8 @@ type gconn struct {
 	// so a client trickling a partial command byte by byte is still idle.
 	lastCmd atomic.Int64
 
+	turns      *loopTurns       // the loop's turns (inline; yield.go)
+	yielded    bool             // loop-owned: the connection woke itself to go on (yield.go)
 	lat        latencySampler   // loop-owned
 	readPaused bool             // loop-owned: read events are off in the loop's epoll
 	held       int              // loop-owned: unparsed input counted in the server's buffer total
@@ -51,15 +59,11 @@ type gconn struct {
 	out        []byte           // inline executor's reply buffer
 
 	mu          sync.Mutex
-	state       connState // guarded by mu: where execution stands (inline: only stIdle/stBlocked while open)
-	pending     *batch    // guarded by mu (pool): framed requests no worker has taken yet
-	spare       *batch    // guarded by mu (pool): an executed batch kept for reuse
-	framePaused bool      // guarded by mu (pool): framing stopped until a worker takes pending
-	owed        bool      // guarded by mu: the writer drained while its executor was still running
-	detached    bool      // guarded by mu: the loop frames and runs nothing more for this connection
-	stop        bool      // guarded by mu: run nothing more (closed by a request or by the server)
-	finished    bool      // guarded by mu: finish has run
-	next        *gconn    // guarded by the run queue's mu
+	execState          // guarded by mu: where execution stands (connstate.go)
+	pending     *batch // guarded by mu (pool): framed requests no worker has taken yet
+	spare       *batch // guarded by mu (pool): an executed batch kept for reuse
+	framePaused bool   // guarded by mu (pool): framing stopped until a worker takes pending
+	next        *gconn // guarded by the parked queue's mu
 
 	// Executor-owned.
 	cur      *batch // pool: the batch being run, from curIdx on
@@ -67,16 +71,6 @@ type gconn struct {
 	wout     []byte // pool: reply buffer
 	leftover []byte // input read before the loop let go, still to run (see detach)
 }
-
-// connState is where a pool-mode connection's execution stands.
-type connState uint8
-
-const (
-	stIdle    connState = iota // nothing framed, or framed work not yet queued
-	stQueued                   // in the run queue
-	stRunning                  // a worker runs a slice of it
-	stBlocked                  // waiting for its writer to drain
-)
 
 // batch is a run of framed requests whose bytes are owned by arena.
 type batch struct {
@@ -109,7 +103,8 @@ const writeChunk = 16 << 10
 const closeLinger = 10 * time.Second
 
 func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
-	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd())}
+	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
+		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
 	w, err := newConnWriter(gc.fd, &s.limits, gc.resumeFromWriter)
 	if err != nil {
 		gc.sess.Close()
@@ -119,6 +114,9 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	gc.streamer = streamerOf(gc.sess)
 	gc.attachPush()
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
+	if !s.pool {
+		gc.turns = s.turnsOf(c.EventLoop())
+	}
 	if s.pool {
 		gc.pending = &batch{}
 	}
@@ -184,6 +182,12 @@ func (gc *gconn) settleInput(pause bool) gnet.Action {
 		gc.closeForServer()
 		return gnet.Close
 	}
+	if gc.ep < 0 && pause && in > gc.s.cfg.InputHighWater {
+		// Reads cannot pause (readpause.go): close rather than buffer.
+		gc.s.overflow.Add(1)
+		gc.closeForServer()
+		return gnet.Close
+	}
 	if gc.ep < 0 || pause == gc.readPaused {
 		return gnet.None
 	}
@@ -231,10 +235,11 @@ func (gc *gconn) runInline() gnet.Action {
 	if act == runBlocked {
 		return gc.settleInput(true)
 	}
+	if more && gc.w.holdForDrain() && gc.blockExecutor() == runBlocked {
+		return gc.settleInput(true) // the writer's resume wakes it
+	}
 	if more {
-		// Yield to the loop's other connections; continue afterwards.
-		gc.s.yields.Add(1)
-		_ = gc.c.Wake(nil)
+		gc.yield()
 	}
 	return gc.settleInput(more && gc.c.InboundBuffered() >= gc.s.cfg.InputHighWater)
 }
@@ -320,13 +325,12 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 // unless the writer drained meanwhile.
 func (gc *gconn) blockExecutor() runAction {
 	gc.mu.Lock()
-	defer gc.mu.Unlock()
-	if gc.owed {
-		gc.owed = false
-		return runDone
+	blocked := gc.block()
+	gc.mu.Unlock()
+	if blocked {
+		return runBlocked
 	}
-	gc.state = stBlocked
-	return runBlocked
+	return runDone
 }
 
 // resumeFromWriter is called by the writer's flusher once the queue that
@@ -336,24 +340,25 @@ func (gc *gconn) blockExecutor() runAction {
 // (inline, after the loop let go).
 func (gc *gconn) resumeFromWriter() {
 	gc.mu.Lock()
-	if gc.state != stBlocked {
-		gc.owed = true
-		gc.mu.Unlock()
-		return
-	}
-	switch {
-	case gc.s.pool:
-		gc.state = stQueued
-		gc.mu.Unlock()
-		gc.s.rq.push(gc, false)
-	case gc.detached:
-		gc.state = stRunning
-		gc.mu.Unlock()
-		gc.runLeftover()
-	default:
-		gc.state = stIdle
-		gc.mu.Unlock()
+	st := gc.drained(gc.s.pool)
+	gc.mu.Unlock()
+	gc.do(st)
+}
+
+// do carries out the step a transition returned (connstate.go), without
+// gc.mu held.
+func (gc *gconn) do(st step) {
+	switch st {
+	case stepDispatch:
+		gc.s.dispatch(gc)
+	case stepRequeue:
+		gc.s.requeue(gc)
+	case stepWake:
 		_ = gc.c.Wake(nil)
+	case stepRunLeftover:
+		gc.runLeftover()
+	case stepFinish:
+		gc.finish()
 	}
 }
 
@@ -367,13 +372,10 @@ func (gc *gconn) frame() gnet.Action {
 		return gc.settleInput(hold)
 	}
 	paused := gc.frameLocked()
-	submit := len(gc.pending.reqs) > 0 && gc.state == stIdle
-	if submit {
-		gc.state = stQueued
-	}
+	st := gc.framed(len(gc.pending.reqs) > 0)
 	gc.mu.Unlock()
-	if submit && gc.s.rq.push(gc, false) {
-		// A worker was woken for this connection: let it have this
+	if st == stepDispatch && gc.s.dispatch(gc) {
+		// A worker was started for this connection: let it have this
 		// processor now (it is next on it), so the reply does not wait
 		// for the loop to finish its turn. With one processor (a server
 		// pinned to one core) this takes a third off the round trip.
@@ -448,7 +450,7 @@ func (gc *gconn) frameLocked() bool {
 }
 
 // runSlice runs up to ReqsPerEvent requests of the connection on a worker,
-// then puts it back in the run queue if more is pending.
+// then parks it again (requeue) if more is pending.
 func (gc *gconn) runSlice() {
 	if gc.cur == nil {
 		switch gc.takeBatch() {
@@ -518,38 +520,17 @@ func (gc *gconn) runSlice() {
 	}
 	if gc.stop {
 		gc.dropLocked()
-		gc.state = stIdle
-		fin := gc.finishLocked()
-		gc.mu.Unlock()
-		if closeConn || overflow {
-			_ = gc.c.Close()
-		}
-		if fin {
-			gc.finish()
-		}
-		return
 	}
 	more := gc.cur != nil || len(gc.pending.reqs) > 0 || (gc.detached && len(gc.leftover) > 0)
-	switch {
-	case blocked && !gc.owed:
-		gc.state = stBlocked
-		gc.mu.Unlock()
-	case more || blocked:
-		gc.owed = false
-		gc.state = stQueued
-		gc.mu.Unlock()
-		if gc.cur != nil {
-			gc.s.yields.Add(1)
-		}
-		gc.s.rq.push(gc, true)
-	default:
-		gc.state = stIdle
-		fin := gc.finishLocked()
-		gc.mu.Unlock()
-		if fin {
-			gc.finish()
-		}
+	st := gc.sliceDone(blocked, more)
+	gc.mu.Unlock()
+	if closeConn || overflow {
+		_ = gc.c.Close()
 	}
+	if st == stepRequeue && gc.cur != nil {
+		gc.s.yields.Add(1)
+	}
+	gc.do(st)
 }
 
 // take is what takeBatch found to run.
@@ -567,21 +548,17 @@ const (
 // loop let go of it.
 func (gc *gconn) takeBatch() take {
 	gc.mu.Lock()
-	gc.state = stRunning
 	b := gc.pending
-	if len(b.reqs) == 0 || gc.stop {
-		if !gc.stop && gc.detached && len(gc.leftover) > 0 {
-			gc.mu.Unlock()
-			return takeLeftover
-		}
+	ok, st := gc.take(len(b.reqs) > 0 || (gc.detached && len(gc.leftover) > 0))
+	if !ok {
 		gc.dropLocked()
-		gc.state = stIdle
-		fin := gc.finishLocked()
 		gc.mu.Unlock()
-		if fin {
-			gc.finish()
-		}
+		gc.do(st)
 		return takeNone
+	}
+	if len(b.reqs) == 0 {
+		gc.mu.Unlock()
+		return takeLeftover
 	}
 	next := gc.spare
 	if next == nil {
@@ -611,24 +588,35 @@ func (gc *gconn) runLeftoverSlice() {
 		return // stBlocked: the writer requeues it once it drains
 	}
 	gc.mu.Lock()
-	if (len(gc.leftover) > 0 || gc.unfinished) && !gc.stop {
-		gc.state = stQueued
-		gc.mu.Unlock()
-		gc.s.yields.Add(1)
-		gc.s.rq.push(gc, true)
-		return
+	st := gc.sliceDone(false, len(gc.leftover) > 0 || gc.unfinished)
+	if st != stepRequeue {
+		gc.leftover = nil
 	}
-	gc.leftover = nil
-	gc.state = stIdle
-	fin := gc.finishLocked()
 	gc.mu.Unlock()
-	if fin {
-		gc.finish()
+	if st == stepRequeue {
+		gc.s.yields.Add(1)
 	}
+	gc.do(st)
+}
+
+// abandon closes a connection whose slice panicked outside the session's
+// own recovery (see runSliceSafely): what it has not run is dropped, and
+// it is finished if gnet already let go of it.
+func (gc *gconn) abandon() {
+	gc.mu.Lock()
+	gc.stop = true
+	gc.dropLocked()
+	gc.unfinished = false
+	st := gc.idle(false)
+	gc.mu.Unlock()
+	gc.w.abort()
+	_ = gc.c.Close()
+	gc.do(st)
 }
 
 // dropLocked discards the requests not yet run (the connection stopped).
 func (gc *gconn) dropLocked() {
+	gc.leftover = nil
 	if gc.cur != nil {
 		gc.s.limits.add(-len(gc.cur.arena))
 		gc.cur.reset()
@@ -640,24 +628,14 @@ func (gc *gconn) dropLocked() {
 	}
 }
 
-// finishLocked reports whether the caller must call finish: the loop let go
-// of the connection and no request of it is left to run.
-func (gc *gconn) finishLocked() bool {
-	if !gc.detached || gc.finished || gc.state != stIdle || len(gc.leftover) > 0 {
-		return false
-	}
-	if gc.pending != nil && len(gc.pending.reqs) > 0 {
-		return false
-	}
-	gc.finished = true
-	return true
-}
-
 // finish releases the session and has the writer close the socket after the
 // last reply. It runs once, on the last executor.
 func (gc *gconn) finish() {
 	gc.sess.Close()
 	gc.w.closeWhenDone(closeLinger)
+	gc.s.connMu.Lock()
+	delete(gc.s.conns, gc)
+	gc.s.connMu.Unlock()
 	gc.s.unfinished.Add(-1)
 }
 
@@ -684,26 +662,15 @@ func (gc *gconn) detach(runBuffered bool) {
 			_, _ = gc.c.Discard(len(buf))
 		}
 	}
-	gc.detached = true
 	// An unfinished reply is work too (inline mode: the loop is its
 	// executor while the connection is idle, so reading it here is safe).
 	work := len(gc.leftover) > 0 || (gc.pending != nil && len(gc.pending.reqs) > 0) || (!gc.s.pool && gc.unfinished)
-	run := gc.state == stIdle && work
-	if run && gc.s.pool {
-		gc.state = stQueued
-	} else if run {
-		gc.state = stRunning
+	if gc.stop && gc.state == stIdle {
+		gc.dropLocked()
 	}
-	fin := gc.finishLocked()
+	st := gc.letGo(work, gc.s.pool)
 	gc.mu.Unlock()
-	switch {
-	case run && gc.s.pool:
-		gc.s.rq.push(gc, false)
-	case run:
-		gc.runLeftover()
-	case fin:
-		gc.finish()
-	}
+	gc.do(st)
 }
 
 // runLeftover runs the input read before the loop let go of an inline
@@ -728,12 +695,9 @@ func (gc *gconn) runLeftover() {
 	}
 	gc.leftover = nil
 	gc.mu.Lock()
-	gc.state = stIdle
-	fin := gc.finishLocked()
+	st := gc.idle(false)
 	gc.mu.Unlock()
-	if fin {
-		gc.finish()
-	}
+	gc.do(st)
 }
 
 // quiet reports whether nothing of the connection is framed, running or

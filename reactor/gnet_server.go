@@ -34,6 +34,7 @@ type gnetServer struct {
 	addrs    []net.Addr  // set in OnBoot, before ready is closed
 	umask    func()      // restores the umask set for the unix socket; nil without one
 	stopping atomic.Bool
+	served   atomic.Bool // Serve returned
 
 	curr       atomic.Int64
 	total      atomic.Uint64
@@ -48,11 +49,16 @@ type gnetServer struct {
 
 	limits bufLimits
 	epolls epolls
-	rq     *runQueue      // pool mode
-	wg     sync.WaitGroup // pool mode: running workers
+	parked parkedQueue // pool mode
+
+	turnsMu sync.Mutex
+	turns   map[gnet.EventLoop]*loopTurns // guarded by turnsMu (inline mode)
 
 	connMu sync.Mutex
-	conns  map[*gconn]struct{} // guarded by connMu: connections gnet has open
+	// conns holds the connections not yet finished (see gconn.finish):
+	// those gnet has open and those it closed with work left; the bool
+	// says gnet has it open.
+	conns map[*gconn]bool // guarded by connMu
 }
 
 func newGnetServer(cfg Config) *gnetServer {
@@ -61,13 +67,10 @@ func newGnetServer(cfg Config) *gnetServer {
 		log:   cfg.Logger,
 		pool:  cfg.Mode == ModePool,
 		ready: make(chan struct{}),
-		conns: make(map[*gconn]struct{}),
+		conns: make(map[*gconn]bool),
 	}
 	s.limits.highWater = cfg.OutputHighWater
 	s.limits.limit = cfg.BufferLimit
-	if s.pool {
-		s.rq = &runQueue{}
-	}
 	return s
 }
 
@@ -88,8 +91,8 @@ func (s *gnetServer) Stats() Stats {
 		ReadBufOOM:     s.readBufOOM.Load(),
 		BufferBytes:    s.limits.used.Load(),
 	}
-	if s.rq != nil {
-		st.Parked, st.Running = s.rq.load()
+	if s.pool {
+		st.Parked, st.Running = s.parked.load()
 	}
 	return st
 }
@@ -117,11 +120,9 @@ func (s *gnetServer) Serve() error {
 			return err
 		}
 	}
-	if s.pool {
-		if err := s.startWorkers(); err != nil {
-			return err
-		}
-		defer s.stopWorkers()
+	if err := checkReadPausing(); err != nil {
+		s.epolls.disable()
+		s.log.Warn().Err(err).Msg("cannot pause reading a connection; connections over the input caps are closed instead")
 	}
 	if p := s.cfg.UnixSocket; p != "" {
 		addrs = append(addrs, "unix://"+p)
@@ -133,6 +134,7 @@ func (s *gnetServer) Serve() error {
 		defer s.umask()
 	}
 	err := gnet.Rotate(s, addrs, opts...)
+	s.served.Store(true)
 	select {
 	case <-s.ready:
 	default:
@@ -145,28 +147,6 @@ func (s *gnetServer) Serve() error {
 		err = fmt.Errorf("reactor: event engine stopped unexpectedly")
 	}
 	return fmt.Errorf("reactor: %w", err)
-}
-
-// startWorkers submits the pool's long-lived worker tasks.
-func (s *gnetServer) startWorkers() error {
-	s.rq.workers = s.cfg.Workers
-	for i := 0; i < s.cfg.Workers; i++ {
-		s.wg.Add(1)
-		w := &worker{q: s.rq, wake: make(chan struct{}, 1), done: s.wg.Done}
-		if err := s.cfg.Executor.Submit(w); err != nil {
-			s.wg.Done()
-			s.stopWorkers()
-			return fmt.Errorf("reactor: starting worker %d of %d: %w", i+1, s.cfg.Workers, err)
-		}
-	}
-	return nil
-}
-
-// stopWorkers lets the workers exit once the run queue is empty and waits
-// for them.
-func (s *gnetServer) stopWorkers() {
-	s.rq.close()
-	s.wg.Wait()
 }
 
 // OnBoot records the engine and the bound addresses, and sets the TCP
@@ -237,7 +217,7 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	gc.progressed()
 	c.SetContext(gc)
 	s.connMu.Lock()
-	s.conns[gc] = struct{}{}
+	s.conns[gc] = true
 	s.connMu.Unlock()
 	s.log.Debug().Int("fd", c.Fd()).Msg("connection opened")
 	return nil, gnet.None
@@ -252,7 +232,9 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	s.curr.Add(-1)
 	s.connMu.Lock()
-	delete(s.conns, gc)
+	if _, ok := s.conns[gc]; ok {
+		s.conns[gc] = false // finish unregisters it
+	}
 	s.connMu.Unlock()
 	// gnet passes the read or write error when the peer closed or failed
 	// (EOF included), and nil when tandem closed the connection.
@@ -277,6 +259,7 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if s.pool {
 		return gc.frame()
 	}
+	gc.traffic()
 	return gc.runInline()
 }
 
@@ -287,9 +270,9 @@ func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 	timeout := s.cfg.IdleTimeout
 	now := time.Now().UnixNano()
 	s.connMu.Lock()
-	for gc := range s.conns {
-		if now-gc.lastCmd.Load() > int64(timeout) {
-			delete(s.conns, gc)
+	for gc, open := range s.conns {
+		if open && now-gc.lastCmd.Load() > int64(timeout) {
+			s.conns[gc] = false
 			s.idleClosed.Add(1)
 			gc.closeForServer()
 			_ = gc.c.Close()
@@ -317,8 +300,10 @@ func (s *gnetServer) Shutdown(ctx context.Context) error {
 	}
 	s.connMu.Lock()
 	conns := make([]*gconn, 0, len(s.conns))
-	for gc := range s.conns {
-		conns = append(conns, gc)
+	for gc, open := range s.conns {
+		if open {
+			conns = append(conns, gc)
+		}
 	}
 	s.connMu.Unlock()
 	// Each loop stops reading its connections and hands what they buffered

@@ -73,9 +73,11 @@ func streamerOf(sess Session) Streamer {
 type Task = interface{ Run() }
 
 // Executor runs tasks on other goroutines. Submit must never block; an
-// error means the task was not accepted (the pool is busy or closed). Pool
-// mode submits Config.Workers long-lived tasks when it starts serving; each
-// runs until Shutdown.
+// error means the task was not accepted (every worker is busy, or the pool
+// is closed). Pool mode submits one task per connection with requests to
+// run (at most one in flight per connection); a task runs slices of its
+// connection and of connections parked because the pool was busy, and
+// returns when none is left (dispatch.go). Tasks never block on I/O.
 type Executor interface {
 	Submit(t Task) error
 }
@@ -116,10 +118,10 @@ type Config struct {
 	// NewSession creates the protocol state of a new connection from peer,
 	// its remote address.
 	NewSession func(peer net.Addr) Session
-	// Executor runs pool mode's workers.
+	// Executor runs pool mode's tasks.
 	Executor Executor
-	// Workers is the number of pool workers (--workers): each executes one
-	// connection's slice of requests at a time.
+	// Workers is the size of the Executor's pool (--workers), for stats:
+	// each worker executes one connection's slice of requests at a time.
 	Workers int
 	// ReqsPerEvent (memcached's -R) is how many requests of one connection
 	// run before the others get their turn; a longer pipeline is served in
@@ -245,10 +247,10 @@ type Stats struct {
 	CurrConns     int64
 	TotalConns    uint64
 	RejectedConns uint64
-	// Parked counts pool-mode connections waiting in the run queue for a
-	// worker.
+	// Parked counts pool-mode connections waiting for a worker because
+	// every worker was busy.
 	Parked int64
-	// Running counts pool workers executing a connection's requests now.
+	// Running counts pool tasks running connections' requests now.
 	Running int
 	// ClosedOverflow counts connections closed for exceeding input or output caps.
 	ClosedOverflow uint64

@@ -305,16 +305,22 @@ func (w *connWriter) closeLocked() {
 	}
 }
 
+// holdForDrain reports whether the socket refused some of the replies
+// (they are queued); if so the executor is owed a resume once they are
+// written, as after a blocked write.
+func (w *connWriter) holdForDrain() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.flushing && !w.failed {
+		w.blocked = true
+		return true
+	}
+	return false
+}
+
 // idle reports whether nothing is queued.
 func (w *connWriter) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.flushing
-}
-
-// pending reports the queued bytes.
-func (w *connWriter) pending() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.queued
 }

@@ -1,10 +1,12 @@
 // Package workerpool runs tasks on a bounded set of goroutines.
 //
 // It wraps an ants v2 generic pool in nonblocking mode: Submit never blocks
-// the caller, and a full pool is reported as ErrOverloaded. tandem's pool
-// mode submits one long-lived task per worker when it starts serving (each
-// takes connections from the reactor's run queue until shutdown), so the
-// pool's size is the number of requests executing at once. The package
+// the caller, and a full pool is reported as ErrOverloaded (and counted).
+// ants does the pooling: a task goes to an idle worker or to a new one
+// while fewer than Workers run, and idle workers expire. tandem's pool mode
+// submits a task per connection with requests to run; when the pool is
+// full the reactor parks the connection for a running task to take, so
+// Overloads counts how often connections waited for a worker. The package
 // knows nothing of connections or protocols: it runs Tasks.
 package workerpool
 

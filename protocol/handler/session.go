@@ -51,11 +51,18 @@ func (h *Handler) NewSession(peer string) *Session {
 func (s *Session) Next(buf []byte, r *protocol.Request) int {
 	n := s.parser.Next(buf, r)
 	s.read += uint64(n)
-	if s.read >= 1<<16 {
+	// A stats request sees this connection's bytes, its own line included,
+	// as memcached's does: the local count is flushed before it runs.
+	if s.read >= 1<<16 || (n > 0 && isStats(r)) {
 		s.h.count(BytesRead, s.read)
 		s.read = 0
 	}
 	return n
+}
+
+// isStats reports whether r asks for statistics, in either protocol.
+func isStats(r *protocol.Request) bool {
+	return r.Cmd == protocol.CmdStats || (r.Cmd == protocol.CmdBinary && r.Bin.Cmd == protocol.OpStat)
 }
 
 // NeedBytes reports how many buffered bytes the next Next call needs.

@@ -156,3 +156,19 @@ func TestServerInfoRendered(t *testing.T) {
 		}
 	}
 }
+
+// The first stats of a connection counts its own line in bytes_read, as
+// memcached does (the session's local count is flushed before it runs).
+func TestStatsCountsItsOwnLine(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	s := h.NewSession("")
+	got, _ := run(s, "stats\r\n")
+	_, v := statNames(t, got)
+	if v["bytes_read"] != "7" {
+		t.Errorf("bytes_read of a first stats = %q, want 7 (the stats line)", v["bytes_read"])
+	}
+	got, _ = run(s, "get a\r\nstats\r\n")
+	if _, v = statNames(t, got[len("END\r\n"):]); v["bytes_read"] != "21" {
+		t.Errorf("bytes_read after get and stats = %q, want 21", v["bytes_read"])
+	}
+}
