@@ -34,7 +34,9 @@ type gnetServer struct {
 	addrs    []net.Addr  // set in OnBoot, before ready is closed
 	umask    func()      // restores the umask set for the unix socket; nil without one
 	stopping atomic.Bool
-	served   atomic.Bool // Serve returned
+	// otherConns counts the connections of a TLS front end beside this one (tls.go); nil alone.
+	otherConns func() int64
+	served     atomic.Bool // Serve returned
 
 	curr       atomic.Int64
 	total      atomic.Uint64
@@ -201,7 +203,11 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.Close
 	}
 	s.total.Add(1)
-	if n := s.curr.Add(1); n > int64(s.cfg.MaxConns) {
+	n := s.curr.Add(1)
+	if s.otherConns != nil {
+		n += s.otherConns()
+	}
+	if n > int64(s.cfg.MaxConns) {
 		s.curr.Add(-1)
 		s.rejected.Add(1)
 		return tooManyConns, gnet.Close

@@ -249,6 +249,7 @@ func newSplitServer(cfg Config) *splitServer {
 		}
 		return s.plain.Stats().CurrConns
 	}
+	s.plain.otherConns = s.tls.curr.Load // -c counts both front ends, from either side
 	return s
 }
 

@@ -166,6 +166,31 @@ func TestTLSConnLimit(t *testing.T) {
 	}
 }
 
+// TestTLSConnLimitFromPlain: a TLS connection counts against -c when a plaintext one arrives on
+// the gnet side too.
+func TestTLSConnLimitFromPlain(t *testing.T) {
+	cert, _ := testCert(t)
+	srv := startTest(t, ModeInline, func(c *Config) {
+		c.MaxConns = 1
+		c.TLSAddrs = []TLSListen{{Addr: "127.0.0.1:0", Config: &tls.Config{Certificates: []tls.Certificate{cert}}}}
+	})
+	tc, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	_ = tc.SetDeadline(time.Now().Add(time.Minute))
+	_, _ = io.WriteString(tc, "a\n")
+	if line, err := bufio.NewReader(tc).ReadString('\n'); err != nil || line != "R:a\n" {
+		t.Fatalf("TLS reply = %q, %v", line, err)
+	}
+	q := dialPlain(t, srv.Addrs()[1].String())
+	b, _ := io.ReadAll(q)
+	if string(b) != string(tooManyConns) {
+		t.Errorf("plaintext connection beside a TLS one read %q, want %q", b, tooManyConns)
+	}
+}
+
 func dialPlain(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
