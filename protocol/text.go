@@ -61,33 +61,14 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 	case "quit":
 		r.Cmd = CmdQuit
 		return next
-	case "stats":
-		r.Cmd = CmdStats
-		r.Args = append(r.Args, p.toks[1:n]...)
-		return next
-	case "lru_crawler":
-		r.Cmd = CmdLruCrawler
-		r.Args = append(r.Args, p.toks[1:n]...)
-		return next
-	case "slabs":
-		r.Cmd = CmdSlabs
-		r.Args = append(r.Args, p.toks[1:n]...)
-		return next
-	case "watch":
-		r.Cmd = CmdWatch
-		r.Args = append(r.Args, p.toks[1:n]...)
-		return next
-	case "cache_memlimit":
-		r.Cmd = CmdCacheMemlimit
+	case "stats", "lru_crawler", "slabs", "watch", "cache_memlimit", "shutdown":
+		// Commands whose arguments the handler parses (Request.Args).
+		r.Cmd = argCommands[string(p.toks[0])]
 		r.Args = append(r.Args, p.toks[1:n]...)
 		return next
 	case "refresh_certs":
 		r.Cmd = CmdRefreshCerts
 		r.Noreply = p.isNoreply(n)
-		return next
-	case "shutdown":
-		r.Cmd = CmdShutdown
-		r.Args = append(r.Args, p.toks[1:n]...)
 		return next
 	case "mg", "ms", "md", "ma", "mn", "me":
 		return p.parseMeta(buf, lineEnd, r)
@@ -96,6 +77,12 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 		return fail(r, errHTTPRequest, next)
 	}
 	return fail(r, errUnknown, next)
+}
+
+// argCommands are the commands whose arguments the handler parses.
+var argCommands = map[string]Command{
+	"stats": CmdStats, "lru_crawler": CmdLruCrawler, "slabs": CmdSlabs, "watch": CmdWatch,
+	"cache_memlimit": CmdCacheMemlimit, "shutdown": CmdShutdown,
 }
 
 // isHTTPRequest reports whether an unknown command named cmd, whose last
