@@ -58,7 +58,7 @@ type shardConfig struct {
 	maxPage          int   // largest slab page
 	maxChunk         int   // largest slab chunk; larger records get a page of their own
 	windowPercent    int64 // the window's share of the shard
-	onEvict          func(*Item)
+	onEvict          func(*Item) // Config.OnEvict
 	disableEvictions bool
 }
 
