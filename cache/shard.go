@@ -53,11 +53,11 @@ type shard struct {
 // shardConfig holds the read-only settings every shard uses.
 type shardConfig struct {
 	seed             maphash.Seed
-	maxItem          int64 // largest item size (key+value+ItemOverhead)
-	maxCap           int   // largest main capacity: the budget filled with minimal items
-	maxPage          int   // largest slab page
-	maxChunk         int   // largest slab chunk; larger records get a page of their own
-	windowPercent    int64 // the window's share of the shard
+	maxItem          int64       // largest item size (key+value+ItemOverhead)
+	maxCap           int         // largest main capacity: the budget filled with minimal items
+	maxPage          int         // largest slab page
+	maxChunk         int         // largest slab chunk; larger records get a page of their own
+	windowPercent    int64       // the window's share of the shard
 	onEvict          func(*Item) // Config.OnEvict
 	disableEvictions bool
 }
