@@ -48,11 +48,19 @@ func (x *index) find(h uint64, from int) (int, uint32) {
 
 // insert adds h -> handle; the caller has checked that h has no slot for the same key.
 func (x *index) insert(h uint64, handle uint32) {
-	if (x.n+1)*8 > len(x.slots)*7 {
-		x.resize(max(len(x.slots)*3/2, minIndexSlots))
+	if n := x.grownSlots(); n > len(x.slots) {
+		x.resize(n)
 	}
 	x.put(h&0xffffffff<<32 | uint64(handle) + 1)
 	x.n++
+}
+
+// grownSlots is the table's size after the next insert: half as large again once it is 7/8 full.
+func (x *index) grownSlots() int {
+	if (x.n+1)*8 > len(x.slots)*7 {
+		return max(len(x.slots)*3/2, minIndexSlots)
+	}
+	return len(x.slots)
 }
 
 func (x *index) put(slot uint64) {

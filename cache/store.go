@@ -111,10 +111,7 @@ func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key,
 
 // growthLocked is what the next new item may add to the index and the window queue.
 func (s *shard) growthLocked() int64 {
-	var g int64
-	if (s.idx.n+1)*8 > len(s.idx.slots)*7 {
-		g = int64(max(len(s.idx.slots)*3/2, minIndexSlots)-len(s.idx.slots)) * 8
-	}
+	g := int64(s.idx.grownSlots()-len(s.idx.slots)) * 8
 	if s.win.n == len(s.win.buf) && s.win.n <= 2*s.wn+64 { // else it compacts instead
 		g += int64(max(len(s.win.buf), 16)) * 4
 	}
