@@ -3,11 +3,13 @@ package cache
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Cache is a sharded, byte-bounded key-value cache with memcached semantics and TinyLFU
@@ -28,6 +30,10 @@ type Cache struct {
 
 	sweepMu sync.Mutex // serializes Maintain
 	sweep   Cursor     // where Maintain continues; guarded by sweepMu
+
+	file     *memFile        // Config.MemoryFile's mapping, or nil (restart.go)
+	settings restartSettings // what the file's layout depends on
+	restart  Restart         // how the Cache started with its file
 }
 
 // New builds a Cache from cfg, which must pass Validate. It starts no goroutines.
@@ -57,19 +63,68 @@ func New(cfg Config) (*Cache, error) {
 		disableEvictions: cfg.DisableEvictions,
 		onEvict:          cfg.OnEvict,
 	}
+	if cfg.MemoryFile != "" {
+		if err := c.openFile(cfg, n, budget, scfg); err != nil {
+			return nil, err
+		}
+	} else {
+		c.initShards(cfg, budget, scfg)
+	}
+	c.limit.Store(cfg.MaxBytes)
+	runtime.AddCleanup(c, unmapPages, c.shards)
+	if c.file != nil {
+		runtime.AddCleanup(c, closeMemFile, c.file)
+	}
+	return c, nil
+}
+
+// initShards makes every shard fresh and empty.
+func (c *Cache) initShards(cfg Config, budget int64, scfg *shardConfig) {
 	for i := range c.shards {
+		c.shards[i] = shard{cfg: scfg, slab: make([]slabClass, len(slabSizes)), budget: budget, keep: noHandle}
 		s := &c.shards[i]
-		s.cfg, s.slab, s.budget = scfg, make([]slabClass, len(slabSizes)), budget
-		s.keep = noHandle
+		if c.file != nil {
+			s.file = c.file.arena(i)
+		}
 		if cfg.DisableEvictions {
 			s.newMainLocked(minCapacity) // nothing is offered to it: it only counts
 		} else {
 			s.newMainLocked(min(initialCapacity, scfg.maxCap/4))
 		}
 	}
-	c.limit.Store(cfg.MaxBytes)
-	runtime.AddCleanup(c, unmapPages, c.shards)
-	return c, nil
+}
+
+// openFile maps cfg.MemoryFile and restores the items of the last graceful stop from it, or
+// starts cold, saying why in c.restart (restart.go).
+func (c *Cache) openFile(cfg Config, n int, budget int64, scfg *shardConfig) error {
+	start := time.Now()
+	f, meta, reason, err := openMemFile(cfg, n, budget, scfg)
+	if err != nil {
+		return err
+	}
+	c.file, c.settings = f, settingsOf(cfg, n, f.region, scfg)
+	c.restart = Restart{File: cfg.MemoryFile, Reason: reason}
+	if meta != nil {
+		c.seed = seedFrom(meta.Seed)
+		scfg.seed = c.seed
+	}
+	c.initShards(cfg, budget, scfg)
+	if meta != nil {
+		items, dropped, err := c.restore(meta, f)
+		if err != nil {
+			c.restart.Reason = err.Error()
+			c.casID.Store(0)
+			c.flush.Store(nil)
+			if err := f.empty(); err != nil {
+				return fmt.Errorf("cache: memory file %s: %w", cfg.MemoryFile, err)
+			}
+			c.initShards(cfg, budget, scfg)
+		} else {
+			c.restart.Warm, c.restart.Items, c.restart.Dropped, c.restart.SavedAt = true, items, dropped, meta.SavedAt
+		}
+	}
+	c.restart.Took = time.Since(start)
+	return nil
 }
 
 // ErrMemoryLimit is returned by SetMemoryLimit for a limit below one item of the maximum size

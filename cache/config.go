@@ -39,6 +39,10 @@ type Config struct {
 	// reclaimed), under its shard's lock: it must be quick, must not call into the Cache and must
 	// not retain the Item or its slices (memcached's "watch evictions").
 	OnEvict func(it *Item)
+	// MemoryFile, if set, is a file the item memory lives in (memcached's -e), best on tmpfs:
+	// SaveRestart writes MemoryFile.meta at a graceful stop, and the next New with the same
+	// settings restores the items from the file (see Restart).
+	MemoryFile string
 }
 
 // Validate reports whether the config can build a Cache. Errors wrap ErrInvalidConfig.

@@ -23,6 +23,7 @@ type shard struct {
 	win       ring                         // the window's CLOCK queue of chunks
 	retry     []uint64                     // keys go-tinylfu dropped that are offered again
 	pages     []page                       // slab pages and large records (slab.go)
+	file      *arena                       // the shard's region of Config.MemoryFile, or nil (pagemem.go)
 	unused    []int                        // indexes of released pages, reused first
 	slab      []slabClass                  // per slab class: free chunks and the page being carved
 	n         int                          // live items
@@ -126,6 +127,7 @@ func (s *shard) killLocked(h uint32) {
 	s.recBytes -= int64(cap(r))
 	if p.live--; p.class == large {
 		s.pageBytes -= int64(len(p.mem))
+		s.releaseMem(p)
 		*p = page{}
 		s.unused = append(s.unused, int(h>>16))
 		return

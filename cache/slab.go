@@ -9,7 +9,7 @@ import "slices"
 // page is one slab page of a shard, or one large record's memory.
 type page struct {
 	mem    []byte // nil: an unused entry of the page table
-	mapped bool   // mem is a mapping of its own (pagemem.go), not Go heap memory
+	kind   uint8  // where mem comes from: onHeap, anonMap or inFile (pagemem.go)
 	size   int    // chunk size; len(mem) for a large record
 	class  int    // slab class, or large
 	live   int    // live records in its chunks
@@ -87,12 +87,16 @@ func heapSize(n int) int {
 }
 
 // classFor returns the slab class and the memory of a record of n bytes in this shard: its
-// chunk, or (class large) its own heap buffer when no chunk of the shard is large enough.
+// chunk, or (class large) its own heap buffer, or piece of the memory file, when no chunk of
+// the shard is large enough.
 func (s *shard) classFor(n int) (cl, size int) {
 	if n <= s.cfg.maxChunk {
 		if c := sizeClass(n); c <= s.cfg.maxChunk {
 			return int(classOf[(n+7)>>3]), c
 		}
+	}
+	if s.file != nil {
+		return large, s.roundMem(n)
 	}
 	return large, heapSize(n)
 }
@@ -156,15 +160,10 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 	}
 }
 
-// nextPage is the size of class cl's next page: 16 chunks, or as many as the class has; from
-// the kernel's page size on, a whole number of its pages (see pagemem.go), below it what the Go
-// allocator gives for it.
+// nextPage is the size of class cl's next page: 16 chunks, or as many as the class has, rounded
+// as roundMem does.
 func (s *shard) nextPage(cl int) int {
-	n := min(slabSizes[cl]<<(4+min(s.slab[cl].pages, 20)), s.cfg.maxPage)
-	if n >= osPage {
-		return (n + osPage - 1) &^ (osPage - 1)
-	}
-	return heapSize(n)
+	return s.roundMem(min(slabSizes[cl]<<(4+min(s.slab[cl].pages, 20)), s.cfg.maxPage))
 }
 
 // takeLocked pops a free chunk of class cl, or carves one from its page.
@@ -230,7 +229,7 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	}
 	pg := &s.pages[p]
 	*pg = page{size: n, class: cl, carved: 1}
-	pg.mem, pg.mapped = pageMem(cl, n)
+	pg.mem, pg.kind = s.pageMem(cl, n)
 	s.pageBytes += int64(n)
 	if cl != large {
 		pg.size, pg.carved = slabSizes[cl], 0
@@ -360,7 +359,7 @@ func (s *shard) freePageLocked(p int) bool {
 	s.unlinkFreeLocked(p) // the chunks the evictions freed
 	s.slab[pg.class].pages--
 	s.pageBytes -= int64(len(pg.mem))
-	unmapPage(pg)
+	s.releaseMem(pg)
 	*pg = page{}
 	s.unused = append(s.unused, p)
 	return true
