@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type Cache struct {
 	sweep   Cursor     // where Maintain continues; guarded by sweepMu
 
 	file     *memFile        // Config.MemoryFile's mapping, or nil (restart.go)
+	fileSeed uint64          // with a file: fileHash's seed, which picks the shard
 	settings restartSettings // what the file's layout depends on
 	restart  Restart         // how the Cache started with its file
 }
@@ -104,9 +106,9 @@ func (c *Cache) openFile(cfg Config, n int, budget int64, scfg *shardConfig) err
 	}
 	c.file, c.settings = f, settingsOf(cfg, n, f.region, scfg)
 	c.restart = Restart{File: cfg.MemoryFile, Reason: reason}
+	c.fileSeed = rand.Uint64()
 	if meta != nil {
-		c.seed = seedFrom(meta.Seed)
-		scfg.seed = c.seed
+		c.fileSeed = meta.Seed
 	}
 	c.initShards(cfg, budget, scfg)
 	if meta != nil {
@@ -156,6 +158,9 @@ func (c *Cache) SetMemoryLimit(bytes int64) error {
 func (c *Cache) lock(key []byte) (*shard, uint64) {
 	h := maphash.Bytes(c.seed, key)
 	s := &c.shards[h>>c.shift]
+	if c.file != nil {
+		s = &c.shards[fileHash(c.fileSeed, key)>>c.shift]
+	}
 	now, fl := c.clock.Now(), c.flush.Load()
 	s.mu.Lock()
 	s.now, s.flush = now, fl

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"hash/maphash"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,8 +65,8 @@ type memFile struct {
 type restartMeta struct {
 	Layout   int
 	Settings restartSettings
-	Seed     uint64     // the key hash's seed (seedBits)
-	Probe    uint64     // the hash of probeKey under Seed, as the writer computed it
+	Seed     uint64     // fileHash's seed
+	Probe    uint64     // fileHash of probeKey under Seed, as the writer computed it
 	CAS      uint64     // the last cas id handed out
 	Flush    *flushMeta `json:",omitempty"`
 	SavedAt  int64
@@ -104,23 +103,15 @@ type pageMeta struct {
 
 var probeKey = []byte("tandem memory file probe")
 
-// seedBits returns a maphash.Seed's bits, and seedFrom makes a Seed of them: hash/maphash
-// offers no way to keep a seed across processes, and the shard of a record (its key hash's high
-// bits) must not change across a restart. Both rely on a Seed being one uint64, which seedBits
-// checks; a Seed made by seedFrom is used only once a probe hash under it has matched the one
-// the writer computed, so that a change of Seed's representation or of the hash function itself
-// (another Go, another CPU) makes a cold start, not a misplaced record.
-func seedBits(s maphash.Seed) (uint64, bool) {
-	if unsafe.Sizeof(s) != 8 {
-		return 0, false
-	}
-	return *(*uint64)(unsafe.Pointer(&s)), true
-}
-
-func seedFrom(v uint64) maphash.Seed {
-	var s maphash.Seed
-	*(*uint64)(unsafe.Pointer(&s)) = v
-	return s
+// fileHash is the hash that picks a key's shard in a Cache with a memory file: xxhash with a
+// random seed that the metadata keeps. The shard of a record must not change across a restart
+// (its chunk is in its shard's pages), and maphash's values differ between processes even for
+// one seed. Without a memory file the shard comes from the maphash the index uses anyway.
+func fileHash(seed uint64, key []byte) uint64 {
+	var d xxhash.Digest
+	d.ResetWithSeed(seed)
+	d.Write(key)
+	return d.Sum64()
 }
 
 // settingsOf returns the layout settings of a Cache built from cfg.
@@ -252,11 +243,8 @@ func readMeta(path string, want restartSettings) (*restartMeta, string) {
 	if len(m.Pages) != want.Shards || len(m.Capacity) != want.Shards {
 		return nil, "the metadata's page tables do not match the shard count"
 	}
-	if _, ok := seedBits(maphash.Seed{}); !ok {
-		return nil, "this build cannot restore the key hash's seed"
-	}
-	if maphash.Bytes(seedFrom(m.Seed), probeKey) != m.Probe {
-		return nil, "the key hash differs from the one that saved the file (another Go or CPU)"
+	if fileHash(m.Seed, probeKey) != m.Probe {
+		return nil, "the shard hash differs from the one that saved the file (another xxhash)"
 	}
 	return &m, ""
 }
@@ -363,7 +351,7 @@ func (s *shard) restoreRecordLocked(c *Cache, i uint64, h uint32, ch []byte) boo
 	}
 	r := record(ch[:hdrSize+klen+vlen])
 	hash := s.hash(r.key())
-	if hash>>c.shift != i || s.invalidLocked(r) {
+	if fileHash(c.fileSeed, r.key())>>c.shift != i || s.invalidLocked(r) {
 		return false
 	}
 	if _, dup := s.lookupLocked(hash, r.key()); dup != nil {
@@ -390,16 +378,12 @@ func (c *Cache) SaveRestart() (Saved, error) {
 	if c.file == nil {
 		return Saved{}, errors.New("cache: no memory file")
 	}
-	seed, ok := seedBits(c.seed)
-	if !ok {
-		return Saved{}, errors.New("cache: this build cannot save the key hash's seed")
-	}
 	for i := range c.shards {
 		c.shards[i].mu.Lock()
 		defer c.shards[i].mu.Unlock()
 	}
 	var sv Saved
-	m := restartMeta{Layout: restartLayout, Settings: c.settings, Seed: seed, Probe: maphash.Bytes(c.seed, probeKey),
+	m := restartMeta{Layout: restartLayout, Settings: c.settings, Seed: c.fileSeed, Probe: fileHash(c.fileSeed, probeKey),
 		CAS: c.casID.Load(), SavedAt: time.Now().Unix(), Pages: make([][]pageMeta, len(c.shards)),
 		Capacity: make([]int, len(c.shards))}
 	if fl := c.flush.Load(); fl != nil {

@@ -214,7 +214,7 @@ func TestRestartColdStarts(t *testing.T) {
 		}, "another layout"},
 		{"another hash", func(t *testing.T, path string, _ *Config) {
 			edit(path, func(m string) string { return regexp.MustCompile(`"Probe":\d+`).ReplaceAllString(m, `"Probe":12345`) })
-		}, "key hash differs"},
+		}, "shard hash differs"},
 		{"bad page table", func(t *testing.T, path string, _ *Config) {
 			edit(path, func(m string) string { return strings.Replace(m, `"Off":0,`, `"Off":1,`, 1) })
 		}, "page table"},

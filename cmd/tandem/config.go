@@ -226,9 +226,6 @@ func (c *Config) Validate() error {
 // silently differently, so they stop it at start.
 func (c *Config) unservable() []error {
 	var errs []error
-	if c.MemoryFile != "" {
-		errs = append(errs, errors.New("-e: a memory file (restartable cache) is not supported by tandem; items live in process memory only"))
-	}
 	if len(c.Extstore) > 0 {
 		errs = append(errs, fmt.Errorf("-o %s: external storage (extstore) is not supported by tandem; "+
 			"starting RAM-only would silently lose the capacity it was given on disk. "+

@@ -87,6 +87,11 @@ func (c *Config) applyExtended() error {
 			}
 			why, known := extendedKeys[k]
 			switch {
+			case k == "memory_file": // -e as an -o key; memcached 1.6.18 knows only -e
+				if v == "" {
+					return fmt.Errorf("-o memory_file: a file name is required")
+				}
+				c.MemoryFile = v
 			case k == "":
 			case !known:
 				return fmt.Errorf("-o: unknown option %q (memcached 1.6.18 has no such key)", kv)

@@ -27,13 +27,12 @@ type flagGroup struct {
 
 var flagGroups = []flagGroup{
 	{"Listening", []string{"port", "listen", "unix-socket", "unix-mask", "listen-backlog", "udp-port", "conn-limit", "idle-timeout", "reuseport"}},
-	{"Memory and items", []string{"memory-limit", "max-item-size", "disable-evictions", "disable-cas", "lock-memory"}},
+	{"Memory and items", []string{"memory-limit", "max-item-size", "disable-evictions", "disable-cas", "lock-memory", "memory-file"}},
 	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "worker-writes"}},
 	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
 	{"TLS (settings are memcached's -o ssl_* keys, see -o and docs/operations.md)", []string{"enable-ssl", "tls-handshake-timeout"}},
 	{"Process", []string{"daemon", "pidfile", "user", "enable-coredumps", "verbose", "log-level", "log-format", "log-file", "metrics-listen", "pprof", "help", "version", "license"}},
 	{"Accepted from memcached, without effect in tandem (a warning is logged)", []string{"extended", "slab-growth-factor", "slab-min-size", "enable-largepages", "napi-ids"}},
-	{"Refused: tandem cannot serve them", []string{"memory-file"}},
 }
 
 // parseFlags reads the command line into a Config. The flag set is returned
@@ -113,7 +112,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.DurationVar(&c.TLS.HandshakeTimeout, "tls-handshake-timeout", c.TLS.HandshakeTimeout, "close a TLS connection whose handshake has not completed within this time (counted in ssl_handshake_errors)")
 
 	// Refused.
-	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "memory file for a restartable cache: not supported, refused")
+	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "keep items in this file (on tmpfs) for a warm restart after a graceful stop")
 
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, err

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -79,14 +80,16 @@ func serve(cfg *Config) int {
 		DisableEvictions: cfg.DisableEvictions,
 		DisableCAS:       cfg.DisableCAS,
 		Clock:            clock,
+		MemoryFile:       cfg.MemoryFile,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the cache")
 		return exitFailure
 	}
+	logRestart(log, c.Restart())
 	clock.start()
 	defer clock.stop()
-	stopSweep := sweepExpired(c)
+	stopSweep := sync.OnceFunc(sweepExpired(c))
 	defer stopSweep()
 
 	var pool *workerpool.Pool
@@ -285,6 +288,10 @@ wait:
 		if err := pool.Release(time.Second); err != nil {
 			log.Warn().Err(err).Msg("worker pool did not stop in time")
 		}
+	}
+	if cfg.MemoryFile != "" {
+		stopSweep()
+		saveRestart(log, c)
 	}
 	log.Info().Int("status", status).Msg("stopped")
 	return status

@@ -120,7 +120,7 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"ssl_kernel_tls", yesNo(cfg.TLS.KernelTLS)},
 		{"ssl_min_version", cfg.TLS.MinVersion},
 		{"num_napi_ids", "(null)"},
-		{"memory_file", "(null)"},
+		{"memory_file", orCNull(cfg.MemoryFile)},
 		{"tandem_mode", string(cfg.Mode)},
 		{"tandem_workers", strconv.Itoa(workersOf(cfg))},
 		{"tandem_reuseport", yesNo(cfg.ReusePort)},
