@@ -112,7 +112,7 @@ func (c *Cache) openFile(cfg Config, n int, budget int64, scfg *shardConfig) err
 	}
 	c.initShards(cfg, budget, scfg)
 	if meta != nil {
-		items, dropped, err := c.restore(meta, f)
+		items, dropped, bytes, err := c.restore(meta, f)
 		if err != nil {
 			c.restart.Reason = err.Error()
 			c.casID.Store(0)
@@ -123,6 +123,7 @@ func (c *Cache) openFile(cfg Config, n int, budget int64, scfg *shardConfig) err
 			c.initShards(cfg, budget, scfg)
 		} else {
 			c.restart.Warm, c.restart.Items, c.restart.Dropped, c.restart.SavedAt = true, items, dropped, meta.SavedAt
+			c.restart.Bytes = bytes
 		}
 	}
 	c.restart.Took = time.Since(start)

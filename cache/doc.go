@@ -74,10 +74,24 @@
 // room and finds one in its class; Maintain sweeps a bounded number of chunks per call, as
 // memcached's LRU crawler does, so expired items go without traffic.
 //
+// # Memory file
+//
+// With Config.MemoryFile (memcached's -e) every page and large record is a piece of one shared
+// file mapping, each shard owning a region of twice its budget (pagemem.go), and a key's shard is
+// picked by a seeded xxhash whose seed the file keeps (maphash's values differ between
+// processes). Records never point at each other and a handle is a page and a chunk number, so
+// the pages mean the same to the next process given each shard's page table: SaveRestart writes
+// the tables, a checksum per page and the cas counter, flush state and layout settings to
+// MemoryFile.meta at a graceful stop; New reads and deletes it and rebuilds the index, the window
+// and the main space (with its saved capacity, but empty frequency counters: go-tinylfu cannot
+// save them) from the live records, dropping expired and flushed ones, or starts cold, saying why
+// in Restart (restart.go).
+//
 // # Locks and bytes
 //
 // Lock order: the FlushAll and Maintain mutexes are taken before a shard lock, never while one
-// is held; no code holds two shard locks. Stats, ShardStats, Walk, FlushAll and Maintain take
+// is held; no code holds two shard locks but SaveRestart, which takes them all in shard order
+// once the Cache is no longer used. Stats, ShardStats, Walk, FlushAll and Maintain take
 // the shard locks one at a time. The cache copies every key and value it stores, so callers may
 // reuse their buffers; the Item views it hands out alias its memory (see Item and Appender).
 //

@@ -40,6 +40,7 @@ type Restart struct {
 	Warm    bool          // the items of the last graceful stop were restored
 	Reason  string        // why the start was cold; "" when warm
 	Items   int           // items restored
+	Bytes   int64         // bytes of the file the restored pages take
 	Dropped int           // items found expired or flushed, dropped while restoring
 	SavedAt int64         // unix seconds the metadata was written (warm only)
 	Took    time.Duration // reading the metadata and rebuilding
@@ -251,7 +252,7 @@ func readMeta(path string, want restartSettings) (*restartMeta, string) {
 
 // restore rebuilds every shard from the pages m lists, or returns why it cannot; the shards are
 // fresh, and on an error the caller makes them fresh again.
-func (c *Cache) restore(m *restartMeta, f *memFile) (restored, dropped int, err error) {
+func (c *Cache) restore(m *restartMeta, f *memFile) (restored, dropped int, bytes int64, err error) {
 	// Check every page against its checksum before anything is built from it.
 	for i, pages := range m.Pages {
 		s := &c.shards[i]
@@ -261,11 +262,12 @@ func (c *Cache) restore(m *restartMeta, f *memFile) (restored, dropped int, err 
 			}
 			mem, ok := s.file.take(pm.Off, pm.Len)
 			if !ok || !pm.valid(s.cfg) {
-				return 0, 0, fmt.Errorf("the page table of shard %d is invalid at page %d", i, p)
+				return 0, 0, 0, fmt.Errorf("the page table of shard %d is invalid at page %d", i, p)
 			}
 			if crc32.Checksum(mem, castagnoli) != pm.CRC {
-				return 0, 0, fmt.Errorf("the memory file does not match its checksum (shard %d, page %d)", i, p)
+				return 0, 0, 0, fmt.Errorf("the memory file does not match its checksum (shard %d, page %d)", i, p)
 			}
+			bytes += int64(pm.Len)
 		}
 	}
 	c.casID.Store(m.CAS)
@@ -279,7 +281,7 @@ func (c *Cache) restore(m *restartMeta, f *memFile) (restored, dropped int, err 
 		n, d := s.restoreLocked(c, uint64(i), pages, m.Capacity[i])
 		restored, dropped = restored+n, dropped+d
 	}
-	return restored, dropped, nil
+	return restored, dropped, bytes, nil
 }
 
 // valid reports whether a page table entry describes a page this layout can hold.

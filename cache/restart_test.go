@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // memFilePath returns a memory file path on tmpfs where there is one (as in production), else
@@ -328,4 +329,46 @@ func TestRestartUnderPressure(t *testing.T) {
 		c2.Store(Set, []byte(fmt.Sprintf("n%d", i)), bytes.Repeat([]byte{'y'}, 50+(i*53)%3000), 0, 0, 0)
 	}
 	checkInvariants(t, c2)
+}
+
+// BenchmarkRestart saves and restores a cache of 1,000,000 items with 100-byte values (the
+// issue's restart-time case, in process: no server start, no network). One op is one
+// SaveRestart and one New that restores; save-ms and restore-ms split it.
+func BenchmarkRestart(b *testing.B) {
+	const items = 1_000_000
+	path := memFilePath(b)
+	cfg := Config{MaxBytes: 512 << 20, MemoryFile: path}
+	c, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := bytes.Repeat([]byte{'v'}, 100)
+	key := []byte("key:0000000000")
+	for i := range items {
+		copy(key[4:], fmt.Sprintf("%010d", i))
+		if out, _ := c.Store(Set, key, val, 0, 0, 0); out != Stored {
+			b.Fatal(out)
+		}
+	}
+	if n := c.Stats().CurrItems; n != items {
+		b.Fatalf("%d items stored of %d", n, items)
+	}
+	var save, restore time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := c.SaveRestart(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if c, err = New(cfg); err != nil {
+			b.Fatal(err)
+		}
+		save, restore = save+t1.Sub(t0), restore+time.Since(t1)
+		if r := c.Restart(); !r.Warm || r.Items != items {
+			b.Fatalf("restart %+v", r)
+		}
+	}
+	b.ReportMetric(float64(save.Milliseconds())/float64(b.N), "save-ms")
+	b.ReportMetric(float64(restore.Milliseconds())/float64(b.N), "restore-ms")
 }

@@ -112,7 +112,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.DurationVar(&c.TLS.HandshakeTimeout, "tls-handshake-timeout", c.TLS.HandshakeTimeout, "close a TLS connection whose handshake has not completed within this time (counted in ssl_handshake_errors)")
 
 	// Refused.
-	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "keep items in this file (on tmpfs) for a warm restart after a graceful stop")
+	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "keep the items in this file (put it on tmpfs) so that a restart after a graceful stop finds them again")
 
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, err

@@ -110,7 +110,8 @@ func writeManPage(w io.Writer, fs *pflag.FlagSet) {
 	p(`%s`, roff("the command line is wrong, or names a feature tandem refuses; nothing was started."))
 	p(`.SH SIGNALS`)
 	p(`%s`, roff("SIGTERM, SIGINT and SIGUSR1 stop tandem gracefully: it stops accepting, lets requests already "+
-		"read finish, and closes connections within 10 seconds. SIGHUP does not stop it."))
+		"read finish, and closes connections within 10 seconds; with -e it then saves the memory file, so that "+
+		"the next start with the same settings finds the items again (a warm restart). SIGHUP does not stop it."))
 	p(`.SH ENVIRONMENT`)
 	p(`.TP`)
 	p(`.B GOMEMLIMIT`)

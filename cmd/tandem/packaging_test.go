@@ -169,7 +169,7 @@ func TestReleaseBuild(t *testing.T) {
 		}
 		files[h.Name] = true
 	}
-	for _, want := range []string{"tandem", "tandem.1", "tandem.service", "LICENSE", "CHANGELOG.md"} {
+	for _, want := range []string{"tandem", "tandem.1", "tandem.service", "tandem-memory.mount", "tandem-warm-restart.conf", "LICENSE", "CHANGELOG.md"} {
 		if !files[name+"/"+want] {
 			t.Errorf("%s.tar.gz lacks %s/%s (has %v)", name, name, want, files)
 		}
@@ -322,5 +322,67 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	if len(out) > 0 {
 		t.Logf("systemd-analyze verify, about other units:\n%s", out)
+	}
+}
+
+// TestSystemdWarmRestartUnits checks the warm-restart example of docs/operations.md: the
+// drop-in's ExecStart parses and points -e into the mount's tmpfs, and systemd-analyze verify
+// accepts tandem.service with the drop-in and the mount unit under the name systemd gives it.
+func TestSystemdWarmRestartUnits(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "docs/deploy", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	service, dropIn, mount := read("tandem.service"), read("tandem-warm-restart.conf"), read("tandem-memory.mount")
+	where := regexp.MustCompile(`(?m)^Where=(.*)$`).FindStringSubmatch(mount)
+	if where == nil {
+		t.Fatal("tandem-memory.mount has no Where=")
+	}
+	found := false
+	for line := range strings.Lines(dropIn) {
+		if args, ok := strings.CutPrefix(strings.TrimSpace(line), "ExecStart=/usr/local/bin/tandem "); ok {
+			cfg, _, err := parseFlags(strings.Fields(args))
+			if err != nil {
+				t.Fatalf("warm-restart drop-in ExecStart: %v", err)
+			}
+			if filepath.Dir(cfg.MemoryFile) != where[1] {
+				t.Errorf("the drop-in's -e %q is not on the mount's tmpfs %q", cfg.MemoryFile, where[1])
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the warm-restart drop-in has no tandem ExecStart")
+	}
+
+	analyze := testenv.NeedTool(t, "systemd-analyze", "systemd")
+	dir := t.TempDir()
+	local := func(s string) []byte { return []byte(strings.ReplaceAll(s, "/usr/local/bin/tandem", binPath)) }
+	mountName := `var-lib-tandem\x2dmemory.mount`
+	if out, err := exec.Command("systemd-escape", "-p", "--suffix=mount", where[1]).Output(); err == nil {
+		mountName = strings.TrimSpace(string(out))
+	}
+	if !strings.Contains(dropIn, mountName) {
+		t.Errorf("the drop-in does not require the mount by its unit name %q", mountName)
+	}
+	for name, body := range map[string][]byte{
+		"tandem.service": local(service), "tandem.service.d/warm-restart.conf": local(dropIn), mountName: []byte(mount),
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// By name, so that verify reads the drop-in from the unit path.
+	cmd := exec.Command(analyze, "verify", "tandem.service", mountName)
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+dir+":")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Contains(string(out), "tandem") {
+		t.Fatalf("systemd-analyze verify with the warm-restart drop-in and mount: %v\n%s", err, out)
 	}
 }

@@ -12,14 +12,22 @@ import (
 // shutdown command as well) saves what the next start needs to find them again.
 
 // logRestart says how the cache started with its memory file: one line, with the reason when
-// it started cold.
-func logRestart(log zerolog.Logger, r cache.Restart) {
+// it started cold; and a warning when the file is not on tmpfs or its file system has less room
+// than the items may take (limit bytes).
+func logRestart(log zerolog.Logger, r cache.Restart, limit int64) {
 	if r.File == "" {
 		return
 	}
-	if !onTmpfs(r.File) {
-		log.Warn().Str("memory_file", r.File).
-			Msg("the memory file is not on tmpfs: it works, but item writes go to the file system; mount tmpfs for it (docs/operations.md)")
+	var st unix.Statfs_t
+	if err := unix.Statfs(r.File, &st); err == nil {
+		if st.Type != unix.TMPFS_MAGIC && st.Type != unix.RAMFS_MAGIC {
+			log.Warn().Str("memory_file", r.File).
+				Msg("the memory file is not on tmpfs: it works, but the kernel writes item pages back to the disk; mount a tmpfs for it (docs/operations.md)")
+		}
+		if free := int64(st.Bavail) * st.Bsize; free+r.Bytes < limit {
+			log.Warn().Str("memory_file", r.File).Int64("free_bytes", free).Int64("memory_limit", limit).
+				Msg("the memory file's file system has less room than -m: items beyond it are kept in process memory and lost at a restart")
+		}
 	}
 	if !r.Warm {
 		log.Info().Str("memory_file", r.File).Str("reason", r.Reason).Msg("cold start: the memory file's items were not restored")
@@ -41,13 +49,4 @@ func saveRestart(log zerolog.Logger, c *cache.Cache) {
 		ev = log.Warn().Int("lost", sv.Lost) // in memory outside the file: the file system was full
 	}
 	ev.Int("items", sv.Items).Int64("bytes", sv.Bytes).Dur("took", sv.Took).Msg("memory file saved for a warm restart")
-}
-
-// onTmpfs reports whether path is on a tmpfs (or ramfs) file system.
-func onTmpfs(path string) bool {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return false
-	}
-	return st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC
 }

@@ -86,7 +86,7 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the cache")
 		return exitFailure
 	}
-	logRestart(log, c.Restart())
+	logRestart(log, c.Restart(), cfg.MemoryMB<<20)
 	clock.start()
 	defer clock.stop()
 	stopSweep := sync.OnceFunc(sweepExpired(c))

@@ -65,7 +65,7 @@ for arch in $arches; do
 	CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath \
 		-ldflags "-s -w -buildid= -X main.version=$version -X main.commit=$commit" \
 		-o "$stage/tandem" ./cmd/tandem
-	cp LICENSE CHANGELOG.md docs/tandem.1 docs/deploy/tandem.service "$stage/"
+	cp LICENSE CHANGELOG.md docs/tandem.1 docs/deploy/tandem.service docs/deploy/tandem-memory.mount docs/deploy/tandem-warm-restart.conf "$stage/"
 	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="$mtime" \
 		-C "$out" -cf - "$name" | gzip -n -9 >"$out/$name.tar.gz"
 	mv "$stage/tandem" "$out/$name.tandem"
