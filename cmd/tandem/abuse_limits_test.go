@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -527,12 +528,30 @@ func TestMemorySoakSmallValues(t *testing.T) {
 	})
 }
 
+// TestMemorySoakMemoryFile is the soak with -e: the item pages are a shared
+// mapping of a file on tmpfs, which RSS counts (RssShmem) as it counts
+// anonymous pages; the bound is the same, and the file's own memory on the
+// tmpfs (its allocated blocks) must stay within -m too.
+func TestMemorySoakMemoryFile(t *testing.T) {
+	path := memoryFile(t)
+	runSoak(t, "pool", 5, 16, 256<<10, soakRSSBound, "-e", path)
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if used := st.Blocks * 512; used > 32<<20 {
+		t.Errorf("the memory file holds %d MiB of the tmpfs after the soak, over -m 32", used>>20)
+	} else {
+		t.Logf("the memory file holds %.1f MiB of the tmpfs (-m 32; file size %d MiB, sparse)", float64(used)/(1<<20), st.Size>>20)
+	}
+}
+
 // runSoak stores factor x -m bytes in values of minSize to maxSize bytes
 // (log-uniform) and checks stats bytes and that the peak RSS stays under
 // rssBound x -m.
-func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssBound float64) {
+func runSoak(t *testing.T, mode string, factor int, minSize, maxSize int, rssBound float64, extra ...string) {
 	const mb = 32
-	s := startServerBin(t, plainBinary(t), mode, "-m", strconv.Itoa(mb), "-t", "2")
+	s := startServerBin(t, plainBinary(t), mode, append([]string{"-m", strconv.Itoa(mb), "-t", "2"}, extra...)...)
 	pid := s.pid()
 	limit := int64(rssBound * float64(mb<<20))
 	target := int64(factor) * mb << 20

@@ -126,10 +126,12 @@ func loadForRestart(t *testing.T, addr string) []string {
 	return keys
 }
 
-// stopGracefully sends sig and waits for a clean exit.
+// stopGracefully sends sig (unless 0) and waits for a clean exit.
 func stopGracefully(t *testing.T, s *server, sig syscall.Signal) {
 	t.Helper()
-	_ = s.cmd.Process.Signal(sig)
+	if sig != 0 {
+		_ = s.cmd.Process.Signal(sig)
+	}
 	select {
 	case <-s.exited:
 	case <-time.After(time.Minute):
@@ -153,6 +155,9 @@ func TestWarmRestart(t *testing.T) {
 			file = []string{"-o", "memory_file=" + path} // memcached's other spelling
 			sig = syscall.SIGTERM
 		}
+		if v.mode == "goroutine" {
+			file = append(file, "-A") // and stops with memcached 1.6's "shutdown graceful"
+		}
 		args := append(append([]string{"-m", "128", "-I", "2m"}, v.extra...), file...)
 		s := startServer(t, v.mode, args...)
 		if !strings.Contains(s.Log(), "cold start") || !strings.Contains(s.Log(), "no metadata file") {
@@ -173,6 +178,13 @@ func TestWarmRestart(t *testing.T) {
 		}
 		if set["memory_file"] != path {
 			t.Errorf("stats settings memory_file = %q, want %q", set["memory_file"], path)
+		}
+		if v.mode == "goroutine" {
+			c := dial(t, s.Addr)
+			if _, err := io.WriteString(c, "shutdown graceful\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			sig = 0 // the command stops it; stopGracefully only waits
 		}
 		stopGracefully(t, s, sig)
 		if !strings.Contains(s.Log(), "memory file saved for a warm restart") {
