@@ -204,10 +204,16 @@ func (f *memFile) empty() error {
 	return unix.Ftruncate(f.fd, int64(len(f.mem)))
 }
 
-// closeMemFile releases the mapping and the descriptor of a Cache no longer reachable.
+// closeMemFile releases the mapping and the descriptor of a Cache no longer reachable (or, in
+// tests, no longer used); a second call does nothing, so that it never closes a descriptor
+// number the process has since reused.
 func closeMemFile(f *memFile) {
+	if f.fd < 0 {
+		return
+	}
 	_ = unix.Munmap(f.mem)
 	_ = unix.Close(f.fd)
+	f.fd, f.mem = -1, nil
 }
 
 // readMeta reads and deletes the metadata file and returns it if it is whole and matches want;

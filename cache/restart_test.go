@@ -372,3 +372,63 @@ func BenchmarkRestart(b *testing.B) {
 	b.ReportMetric(float64(save.Milliseconds())/float64(b.N), "save-ms")
 	b.ReportMetric(float64(restore.Milliseconds())/float64(b.N), "restore-ms")
 }
+
+// FuzzRestartMeta feeds New metadata bodies (with a valid checksum line, so that the fuzzer gets
+// past it) over a memory file saved by a real cache: whatever the body says, New must not fail
+// or panic, must start cold or restore a cache that keeps its invariants, and must never serve a
+// value that was not stored under its key.
+func FuzzRestartMeta(f *testing.F) {
+	dir := f.TempDir()
+	src := filepath.Join(dir, "saved")
+	cfg := Config{MaxBytes: 2 << 20, MaxItemSize: 64 << 10, Shards: 2, MemoryFile: src}
+	c, err := New(cfg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range 300 {
+		c.Store(Set, fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte{byte(i)}, i*37%5000), uint32(i), 0, 0)
+	}
+	c.Delete([]byte("k7"))
+	if _, err := c.SaveRestart(); err != nil {
+		f.Fatal(err)
+	}
+	meta, err := os.ReadFile(src + ".meta")
+	if err != nil {
+		f.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, body, _ := bytes.Cut(meta, []byte{'\n'})
+	f.Add(body)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"Layout":1,"Pages":[[{"Off":0,"Len":4096,"Class":3,"Carved":999999}],[]]}`))
+	n := 0
+	f.Fuzz(func(t *testing.T, body []byte) {
+		n++
+		path := filepath.Join(dir, fmt.Sprintf("f%d", n))
+		defer os.Remove(path)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		head := fmt.Sprintf("%s %08x\n", metaMagic, crc32.Checksum(body, castagnoli))
+		if err := os.WriteFile(path+".meta", append([]byte(head), body...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := cfg
+		cfg.MemoryFile = path
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		defer closeMemFile(c.file)
+		checkInvariants(t, c)
+		for i := range 300 {
+			v, ok := c.Peek(nil, fmt.Appendf(nil, "k%d", i), valueAppender{})
+			if ok && !bytes.Equal(v, bytes.Repeat([]byte{byte(i)}, i*37%5000)) {
+				t.Fatalf("k%d: restored with another value", i)
+			}
+		}
+	})
+}
