@@ -158,11 +158,16 @@ func (then restartSettings) mismatch(now restartSettings) string {
 func openMemFile(cfg Config, shards int, budget int64, sc *shardConfig) (*memFile, *restartMeta, string, error) {
 	region := (2*budget + int64(osPage) - 1) &^ int64(osPage-1)
 	size := region * int64(shards)
-	meta, reason := readMeta(cfg.MemoryFile+".meta", settingsOf(cfg, shards, region, sc))
 	fd, err := unix.Open(cfg.MemoryFile, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("cache: memory file %s: %w", cfg.MemoryFile, err)
 	}
+	// One process per file: a second one mapping it would write over the first one's items.
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return nil, nil, "", fmt.Errorf("cache: memory file %s is in use by another process (%w)", cfg.MemoryFile, err)
+	}
+	meta, reason := readMeta(cfg.MemoryFile+".meta", settingsOf(cfg, shards, region, sc))
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)

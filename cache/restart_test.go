@@ -140,6 +140,10 @@ func TestRestartRestoresItems(t *testing.T) {
 	if sv.Lost != 0 || sv.Items != int(c.Stats().CurrItems) {
 		t.Fatalf("saved %+v, %d items live", sv, c.Stats().CurrItems)
 	}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "in use by another process") {
+		t.Fatalf("a second cache on a file in use: %v, want refused", err)
+	}
+	closeMemFile(c.file) // the process exits
 
 	c2, err := New(cfg)
 	if err != nil {
@@ -166,6 +170,7 @@ func TestRestartRestoresItems(t *testing.T) {
 	checkInvariants(t, c2)
 
 	// A second restart without a graceful stop (a crash) is cold: the metadata is gone.
+	closeMemFile(c2.file)
 	c3, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +251,7 @@ func TestRestartColdStarts(t *testing.T) {
 			if _, err := c.SaveRestart(); err != nil {
 				t.Fatal(err)
 			}
+			closeMemFile(c.file)
 			tc.change(t, path, &cfg)
 			c2, err := New(cfg)
 			if err != nil {
@@ -305,6 +311,7 @@ func TestRestartUnderPressure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeMemFile(c.file)
 	c2, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +367,7 @@ func BenchmarkRestart(b *testing.B) {
 		if _, err := c.SaveRestart(); err != nil {
 			b.Fatal(err)
 		}
+		closeMemFile(c.file)
 		t1 := time.Now()
 		if c, err = New(cfg); err != nil {
 			b.Fatal(err)
@@ -392,6 +400,7 @@ func FuzzRestartMeta(f *testing.F) {
 	if _, err := c.SaveRestart(); err != nil {
 		f.Fatal(err)
 	}
+	closeMemFile(c.file)
 	meta, err := os.ReadFile(src + ".meta")
 	if err != nil {
 		f.Fatal(err)

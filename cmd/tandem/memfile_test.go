@@ -316,3 +316,15 @@ func TestWarmRestartColdStarts(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryFileInUse: a second tandem given the memory file of a running one refuses to start
+// (exit 1, naming the file) instead of writing over its items.
+func TestMemoryFileInUse(t *testing.T) {
+	path := memoryFile(t)
+	s := startServer(t, "pool", "-e", path)
+	_, stderr, code := runTandem(t, "-p", "0", "-e", path)
+	if code != 1 || !strings.Contains(stderr, "in use by another process") {
+		t.Fatalf("second tandem on %s: exit %d, stderr %q; want exit 1, in use", path, code, stderr)
+	}
+	checkHealthy(t, s)
+}
