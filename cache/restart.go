@@ -371,14 +371,7 @@ func (s *shard) restoreRecordLocked(c *Cache, i uint64, h uint32, ch []byte) boo
 		return false
 	}
 	r[offState] &^= stRef | stRetry
-	s.pages[h>>16].live++
-	s.n++
-	s.bytes += r.size()
-	s.recBytes += int64(cap(r))
-	s.idx.insert(hash, h)
-	if r.state()&stMain == 0 {
-		s.enterWindowLocked(h, r)
-	}
+	s.linkLocked(hash, h, r)
 	return true
 }
 

@@ -98,6 +98,13 @@ func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key,
 		r[offState] = old[offState]
 		s.killLocked(i)
 	}
+	s.linkLocked(h, j, r)
+	return r, true
+}
+
+// linkLocked makes r, a record just written (or restored) in chunk j, live: counted, indexed
+// under key hash h, and queued in the window unless it is a main item.
+func (s *shard) linkLocked(h uint64, j uint32, r record) {
 	s.pages[j>>16].live++
 	s.n++
 	s.bytes += r.size()
@@ -106,7 +113,6 @@ func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key,
 	if r.state()&stMain == 0 {
 		s.enterWindowLocked(j, r)
 	}
-	return r, true
 }
 
 // growthLocked is what the next new item may add to the index and the window queue.
