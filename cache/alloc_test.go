@@ -3,12 +3,18 @@ package cache
 import "testing"
 
 // TestZeroAllocs: a Get hit into a buffer with capacity, and a Store of an existing key whose
-// value fits the existing buffer, do not allocate.
+// value fits the existing buffer, do not allocate; with a memory file (whose shard hash is
+// another function) neither.
 func TestZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20})
+	t.Run("memory", func(t *testing.T) { testZeroAllocs(t, Config{MaxBytes: 1 << 20}) })
+	t.Run("memory file", func(t *testing.T) { testZeroAllocs(t, Config{MaxBytes: 1 << 20, MemoryFile: memFilePath(t)}) })
+}
+
+func testZeroAllocs(t *testing.T, cfg Config) {
+	c, _ := newTestCache(t, cfg)
 	key, val := []byte("some:key"), make([]byte, 100)
 	c.Store(Set, key, val, 0, 0, 0)
 	dst := make([]byte, 0, 256)
