@@ -9,7 +9,9 @@ import (
 
 // FuzzCacheModel reads its input as a program of operations on a few keys and checks every
 // reply against a plain map model of memcached semantics. The cache is large enough that it
-// never evicts or declines to admit, so the model needs no policy.
+// never evicts or declines to admit, so the model needs no policy. Each program runs twice: in
+// memory, and with a memory file, where some clock steps are also a graceful stop and a warm
+// restart that the model must not notice.
 func FuzzCacheModel(f *testing.F) {
 	f.Add([]byte("\x00\x00\x01\x06\x00\x00"))
 	f.Add([]byte("\x00\x01\x05\x03\x01\x00\x06\x01\x00\x04\x01\x02\x06\x01\x00"))
@@ -21,7 +23,8 @@ func FuzzCacheModel(f *testing.F) {
 	f.Add([]byte("\x00\x00\x0a\x0a\x00\x0a\x06\x00\x00"))             // incr 2^63-1 by 1e16
 	f.Add([]byte("\x00\x00\x0b\x0a\x00\x02\x06\x00\x00"))             // incr 2^63 by 4e14
 	f.Fuzz(func(t *testing.T, prog []byte) {
-		runModel(t, prog)
+		runModel(t, prog, "")
+		runModel(t, prog, memFilePath(t))
 	})
 }
 
@@ -102,11 +105,15 @@ func (m *model) flush(delay int64) {
 	}
 }
 
-func runModel(t *testing.T, prog []byte) {
+func runModel(t *testing.T, prog []byte, memoryFile string) {
 	clk := newFakeClock()
-	c, err := New(Config{MaxBytes: 1 << 16, MaxItemSize: modelMaxItem, Shards: 2, Clock: clk})
+	cfg := Config{MaxBytes: 1 << 16, MaxItemSize: modelMaxItem, Shards: 2, Clock: clk, MemoryFile: memoryFile}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if memoryFile != "" {
+		defer func() { closeMemFile(c.file) }()
 	}
 	m := &model{m: map[string]*modelItem{}, now: clk.Now()}
 	next := func() byte {
@@ -234,6 +241,19 @@ func runModel(t *testing.T, prog []byte) {
 			} else {
 				clk.Advance(int64(arg % 4))
 				m.now = clk.Now()
+			}
+			if memoryFile != "" && arg%3 == 2 {
+				live := c.Stats().CurrItems
+				if _, err := c.SaveRestart(); err != nil {
+					t.Fatalf("%s: save: %v", where(), err)
+				}
+				closeMemFile(c.file)
+				if c, err = New(cfg); err != nil {
+					t.Fatalf("%s: restart: %v", where(), err)
+				}
+				if r := c.Restart(); !r.Warm || uint64(r.Items+r.Dropped) != live {
+					t.Fatalf("%s: restart %+v, %d items live before", where(), r, live)
+				}
 			}
 		}
 	}
