@@ -265,7 +265,7 @@ func (rr *restartRun) restartTime(ctx context.Context, l RestartLoad, m *Measure
 		return fmt.Errorf("restart: %w", err)
 	}
 	st.RestartMs = ms(rr.srv.Ready.Sub(rr.srv.Started))
-	if at, ok := rr.srv.Seen("tandem listening"); ok {
+	if at, ok := rr.listening(); ok {
 		st.ListenMs = ms(at.Sub(rr.srv.Started))
 	}
 	after, err := rr.stats("curr_items")
@@ -303,10 +303,26 @@ func (rr *restartRun) restartTime(ctx context.Context, l RestartLoad, m *Measure
 	return nil
 }
 
+// listening returns when tandem logged "tandem listening". The line can
+// reach the harness after the first probe was answered (the listener is up
+// before the line is written), so it waits up to a second for it; memcached
+// has no such line.
+func (rr *restartRun) listening() (time.Time, bool) {
+	if rr.t.Kind != KindTandem {
+		return time.Time{}, false
+	}
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if at, ok := rr.srv.Seen("tandem listening"); ok || time.Now().After(deadline) {
+			return at, ok
+		}
+	}
+}
+
 // warm says whether the last start restored the memory file: tandem's log
 // line says so (with its reason when it did not and the restore's took);
 // memcached says nothing without -v, so items back decide.
 func (rr *restartRun) warm(items int64) (bool, string, float64) {
+	rr.listening() // every line of the start has arrived
 	out := rr.srv.Output()
 	if f, ok := logLine(out, "warm restart:"); ok {
 		return true, "", f.Took

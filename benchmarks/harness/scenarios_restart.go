@@ -119,8 +119,12 @@ func foldRestart(rs []*RestartStats) *RestartAgg {
 		add("stop", s.StopMs)
 		add("save", s.SaveMs)
 		add("restart", s.RestartMs)
-		add("listen", s.ListenMs)
-		add("restore", s.RestoreMs)
+		if s.ListenMs > 0 { // 0: the log line was not seen (memcached has none)
+			add("listen", s.ListenMs)
+		}
+		if s.RestoreMs > 0 {
+			add("restore", s.RestoreMs)
+		}
 		add("lpeak", mb(s.LoadedPeakKB))
 		add("peak", mb(s.PeakKB))
 		add("rss", mb(s.RSSKB))

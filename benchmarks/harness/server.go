@@ -212,8 +212,7 @@ func (s *Server) Seen(marker string) (time.Time, bool) { return s.out.seen(marke
 func (s *Server) Output() string { return s.out.String() }
 
 // tailBuffer keeps the last max bytes written to it, and when each of its
-// markers first appeared in a write (a marker split over two writes is
-// missed: a logger writes a line at once). Safe for concurrent use.
+// markers first appeared (completed by a write). Safe for concurrent use.
 type tailBuffer struct {
 	mu      sync.Mutex
 	max     int
@@ -226,15 +225,19 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	prev := len(t.b)
+	t.b = append(t.b, p...)
 	for _, m := range t.markers {
-		if _, ok := t.at[m]; !ok && bytes.Contains(p, []byte(m)) {
+		// Look from len(m)-1 bytes before p: a line may arrive in pieces
+		// (the pipe's reader sees what was written so far).
+		from := max(prev-len(m)+1, 0)
+		if _, ok := t.at[m]; !ok && bytes.Contains(t.b[from:], []byte(m)) {
 			if t.at == nil {
 				t.at = map[string]time.Time{}
 			}
 			t.at[m] = now
 		}
 	}
-	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
 		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
 	}
