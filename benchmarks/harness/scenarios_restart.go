@@ -189,15 +189,15 @@ type RestartOptions struct {
 
 // DefaultRestartOptions: issue #28's 1M and 10M items of 100 B (-m 1024
 // and 4096, so that neither server evicts), and the trace scenario's Zipf
-// stream at -m 64 (4M accesses of warm-up, 6M after the restart, about a
-// minute, in windows of 500,000).
+// stream at -m 64 (4M accesses of warm-up, 24M after the restart, about a
+// minute on the 2-core machine, in windows of 2M, about 5 s each).
 func DefaultRestartOptions(p Profile) RestartOptions {
 	if p == Quick {
 		return RestartOptions{Items: []int64{20_000}, MemoryMB: []int{64}, MaxReps: []int{0}, VerifyGets: 2_000,
 			Keys: 200_000, HitMB: 48, Warmup: 200_000, Requests: 200_000, Window: 20_000}
 	}
 	return RestartOptions{Items: []int64{1_000_000, 10_000_000}, MemoryMB: []int{1024, 4096}, MaxReps: []int{0, 2},
-		VerifyGets: 200_000, Keys: 1_000_000, HitMB: 64, Warmup: 4_000_000, Requests: 6_000_000, Window: 500_000}
+		VerifyGets: 200_000, Keys: 1_000_000, HitMB: 64, Warmup: 4_000_000, Requests: 24_000_000, Window: 2_000_000}
 }
 
 // restartScenario: scenario 13, warm restart (issue #28).
