@@ -224,8 +224,8 @@ func restartScenario(p Profile) Scenario {
 			thousands(float64(o.Keys)), valueSize, o.HitMB, thousands(float64(o.Warmup)),
 			thousands(float64(o.Requests)), thousands(float64(o.Window))),
 		Notes: []string{
-			"`-m` is per point: " + memList(o) + "; both servers hold every item without eviction there (the " +
-				"`evictions` column).",
+			"`-m` is per point: " + memList(o) + "; at 1M and 10M items both servers hold every item without " +
+				"eviction (the `evictions` column).",
 			fmt.Sprintf("memcached 1.6.18 starts cold (\"restart incompatible due to setting for [stop_time]\") when "+
 				"started again within about 2 s of its stop, so every restart waits until %v after the stop, "+
 				"tandem's too; the wait is not part of any time.", restartGap),
