@@ -102,25 +102,47 @@ func renderMarkdown(r *Report, sc *Scenario, plotErr error) string {
 	return b.String()
 }
 
-// writeTable writes the scenario's columns, one row per target and point.
+// writeTable writes the scenario's columns, one row per target and point,
+// or one table per entry of sc.Tables.
 func writeTable(b *strings.Builder, sc *Scenario, rows []*Row) {
+	if len(sc.Tables) == 0 {
+		writeColumns(b, sc.Points, sc.Columns, rows)
+		return
+	}
+	for i, t := range sc.Tables {
+		var pts []Point
+		for _, p := range sc.Points {
+			if p.Group == t.Group {
+				pts = append(pts, p)
+			}
+		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(b, "### %s\n\n", t.Heading)
+		writeColumns(b, pts, t.Columns, rows)
+	}
+}
+
+// writeColumns writes one table: columns, one row per target and point.
+func writeColumns(b *strings.Builder, points []Point, columns []Column, rows []*Row) {
 	b.WriteString("| target |")
-	for _, c := range sc.Columns {
+	for _, c := range columns {
 		fmt.Fprintf(b, " %s |", c.Header)
 	}
 	b.WriteString("\n|---|")
-	for range sc.Columns {
+	for range columns {
 		b.WriteString("---:|")
 	}
 	b.WriteString("\n")
 	// Point-major order: the targets measured at one point sit together.
-	for _, p := range sc.Points {
+	for _, p := range points {
 		for _, r := range rows {
 			if r.Point != p.Label {
 				continue
 			}
 			fmt.Fprintf(b, "| %s |", r.Target.Name)
-			for _, c := range sc.Columns {
+			for _, c := range columns {
 				fmt.Fprintf(b, " %s |", c.Cell(r))
 			}
 			b.WriteString("\n")

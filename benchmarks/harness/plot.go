@@ -55,6 +55,13 @@ func writePlots(dir string, sc *Scenario, rows []*Row) ([]string, error) {
 		}
 		files = append(files, name)
 	}
+	for _, cp := range sc.CustomPlots {
+		name := fmt.Sprintf("%s-%s.png", sc.Name, cp.Name)
+		if err := cp.Draw(filepath.Join(dir, name), rows); err != nil {
+			return files, fmt.Errorf("plot %s: %w", name, err)
+		}
+		files = append(files, name)
+	}
 	if len(sc.HitPhases) > 0 {
 		name := sc.Name + "-hits.png"
 		if err := hitBars(filepath.Join(dir, name), sc, rows); err != nil {

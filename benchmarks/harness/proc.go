@@ -18,7 +18,10 @@ type ProcSample struct {
 	CPUSeconds float64 // user + system time since the process started
 	RSSKB      int64   // VmRSS
 	HWMKB      int64   // VmHWM: peak RSS
-	Threads    int     // threads alive now
+	// AnonKB and ShmemKB split VmRSS: private memory (heap, stacks) and
+	// shared memory (a memory file on tmpfs, System V segments).
+	AnonKB, ShmemKB int64
+	Threads         int // threads alive now
 	// VolCS and InvolCS are the voluntary and nonvoluntary context
 	// switches of every thread alive now, summed (/proc/<pid>/status counts
 	// only the main thread's; threads that exited are not counted).
@@ -42,6 +45,7 @@ func ReadProc(pid int) (ProcSample, error) {
 	}
 	st := parseStatus(status)
 	s.RSSKB, s.HWMKB, s.Threads = st.RSSKB, st.HWMKB, st.Threads
+	s.AnonKB, s.ShmemKB = st.AnonKB, st.ShmemKB
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
 	for _, path := range tasks {
 		b, err := os.ReadFile(path)
@@ -79,9 +83,10 @@ func parseStatCPU(stat []byte) (float64, error) {
 // statusFields are the fields of a /proc/<pid>/status (or a thread's
 // /proc/<pid>/task/<tid>/status) that the harness reads.
 type statusFields struct {
-	RSSKB, HWMKB   int64
-	Threads        int
-	VolCS, InvolCS int64
+	RSSKB, HWMKB    int64
+	AnonKB, ShmemKB int64
+	Threads         int
+	VolCS, InvolCS  int64
 }
 
 // parseStatus reads the fields the harness needs from a status file;
@@ -98,6 +103,10 @@ func parseStatus(b []byte) statusFields {
 			f.RSSKB = parseKB(val)
 		case "VmHWM":
 			f.HWMKB = parseKB(val)
+		case "RssAnon":
+			f.AnonKB = parseKB(val)
+		case "RssShmem":
+			f.ShmemKB = parseKB(val)
 		case "Threads":
 			f.Threads = int(parseKB(val))
 		case "voluntary_ctxt_switches":

@@ -17,6 +17,7 @@ VmPeak:	  416560 kB
 VmHWM:	   21712 kB
 VmRSS:	    7020 kB
 RssAnon:	    3080 kB
+RssFile:	    3940 kB
 Threads:	10
 SigQ:	0/96284
 voluntary_ctxt_switches:	1523
@@ -29,7 +30,7 @@ func TestParseStatus(t *testing.T) {
 		in   string
 		want statusFields
 	}{
-		{"full", sampleStatus, statusFields{RSSKB: 7020, HWMKB: 21712, Threads: 10, VolCS: 1523, InvolCS: 17}},
+		{"full", sampleStatus, statusFields{RSSKB: 7020, HWMKB: 21712, AnonKB: 3080, Threads: 10, VolCS: 1523, InvolCS: 17}},
 		{"empty", "", statusFields{}},
 		{"malformed values", "VmRSS:\tlots kB\nThreads:\t\nvoluntary_ctxt_switches: 5\n", statusFields{VolCS: 5}},
 		{"no colon lines", "garbage\n\nVmHWM 12 kB\n", statusFields{}},

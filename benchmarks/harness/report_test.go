@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/benchmarks/trace"
 )
 
 // TestReportWrite renders every scenario's report and plots from synthetic
@@ -39,6 +41,15 @@ func TestReportWrite(t *testing.T) {
 						if s := ph.SlowReader; s != nil {
 							m.SlowReader = &SlowReaderStats{Requests: s.Requests, Replies: s.Requests, InOrder: true, Complete: true}
 						}
+						if l := ph.Restart; l != nil {
+							m.Restart = &RestartStats{Loaded: l.Items, ItemsBefore: l.Items, ItemsAfter: l.Items, Warm: true,
+								RestartMs: 1234.5, StopMs: 500, PeakKB: 40 << 10, VerifyGets: 10, VerifyHits: 10}
+						}
+						if l := ph.RestartHit; l != nil {
+							m.RestartHit = &RestartHitStats{Mode: l.Mode, Warm: l.Mode == RestartWarm}
+							m.Trace = &trace.Result{Accesses: 200, Hits: 150, Windows: []trace.Window{
+								{Accesses: 100, Hits: 60, End: time.Second}, {Accesses: 100, Hits: 90, End: 2 * time.Second}}}
+						}
 						runs = append(runs, m)
 					}
 				}
@@ -59,6 +70,9 @@ func TestReportWrite(t *testing.T) {
 			wants = append(wants, "| 30.0 (30.0-30.0) |", "| 0/1000 |", "| 0/4 |", "| 0/2 |")
 		case "slowreader":
 			wants = append(wants, "| 5,000/5,000 | 2/2 | 2/2 | 0/2 | 0/2 |")
+		case "restart":
+			wants = append(wants, "| 2 | 1,23", "| 500 |", "| 20,000/20,000 | 2/2 | 2/2 | 40.0 |",
+				"| 0.750 | 0.600 | 0.900 |", "### Hit ratio after a restart")
 		case "costs":
 			// CPU: 50% of 1 s over 1,000 requests; 2,100 syscalls over 1,000.
 			wants = append(wants, "| 500.00 | 2.00 | 0.10 |", "| 2.10 | 1.00 | 1.00 | 0 | 0.010 | 0.090 |")

@@ -44,6 +44,9 @@ func (r *runner) run(ctx context.Context, sc *Scenario, targets []TargetStatus) 
 	}
 	for rep := range r.opts.reps() {
 		for _, points := range groups {
+			if len(points) == 1 && points[0].MaxReps > 0 && rep >= points[0].MaxReps {
+				continue
+			}
 			for i := range targets {
 				if ctx.Err() != nil {
 					return runs
@@ -60,6 +63,9 @@ func (r *runner) runServer(ctx context.Context, sc *Scenario, points []Point, ts
 	bin := r.bins[ts.Kind]
 	if bin == "" || ts.off {
 		return nil // skipped for good; reason already recorded
+	}
+	if ownsServer(points) {
+		return r.runRestart(ctx, sc, points[0], ts, rep)
 	}
 	t := ts.Target
 	if len(points) == 1 && points[0].MemoryMB > 0 {

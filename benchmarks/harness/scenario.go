@@ -48,6 +48,10 @@ type Phase struct {
 	SlowReader *SlowReaderLoad `json:"slow_reader,omitempty"`
 	// Trace, when set, replays a cache trace instead of Load (issue #24).
 	Trace *TraceLoad `json:"trace,omitempty"`
+	// Restart or RestartHit, when set, is the point's only phase and
+	// starts and stops its servers itself (issue #28's warm restart).
+	Restart    *RestartLoad    `json:"restart,omitempty"`
+	RestartHit *RestartHitLoad `json:"restart_hit,omitempty"`
 }
 
 // Point is one x-axis value of a scenario: phases run in order against one
@@ -60,6 +64,9 @@ type Point struct {
 	// MemoryMB, when > 0, is the -m of every target at this point; it
 	// needs ServerPerPoint (a server's -m is fixed when it starts).
 	MemoryMB int `json:"memory_mb,omitempty"`
+	// MaxReps, when > 0, runs the point in at most this many repetitions
+	// (a long point, such as 10M items, in fewer than the profile's).
+	MaxReps int `json:"max_reps,omitempty"`
 }
 
 // Column is one column of a scenario's table.
@@ -110,6 +117,25 @@ type Scenario struct {
 	// ReproduceArgs are the command-line flags, besides --scenario, that
 	// reproduce the run (the trace scenario's --trace...).
 	ReproduceArgs string
+	// Tables, when set, replace the one table of Columns: one table per
+	// point group, each with its own columns.
+	Tables []Table
+	// CustomPlots draw what the other plot kinds cannot (the restart
+	// scenario's hit ratio over time).
+	CustomPlots []CustomPlot
+}
+
+// Table is the table of one point group.
+type Table struct {
+	Group   string
+	Heading string
+	Columns []Column
+}
+
+// CustomPlot draws rows into the PNG file at path.
+type CustomPlot struct {
+	Name string // file name suffix: <scenario>-<Name>.png
+	Draw func(path string, rows []*Row) error
 }
 
 // MetricPlot draws Value of Phase for every target (bars) at every point
@@ -162,7 +188,7 @@ func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phas
 // Scenarios returns the scenarios at profile p, in run order.
 func Scenarios(p Profile) []Scenario {
 	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p), memory(p),
-		hostile(p), slowReader(p), hitRatioRSS(p), costs(p), traceScenario(p, DefaultTraceOptions(p))}
+		hostile(p), slowReader(p), hitRatioRSS(p), costs(p), traceScenario(p, DefaultTraceOptions(p)), restartScenario(p)}
 }
 
 // ScenarioNames lists the scenario names in run order.

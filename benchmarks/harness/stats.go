@@ -95,6 +95,9 @@ type Measurement struct {
 	SlowReader *SlowReaderStats `json:"slow_reader,omitempty"`
 	// Trace holds a trace phase's counts.
 	Trace *trace.Result `json:"trace,omitempty"`
+	// Restart and RestartHit are the results of the restart phases.
+	Restart    *RestartStats    `json:"restart,omitempty"`
+	RestartHit *RestartHitStats `json:"restart_hit,omitempty"`
 }
 
 // statsString renders stats as "name=value ..." in name order.
@@ -163,6 +166,8 @@ type PhaseAgg struct {
 	Hostile        *HostileAgg        `json:"hostile,omitempty"`
 	SlowReader     *SlowReaderAgg     `json:"slow_reader,omitempty"`
 	Trace          *TraceAgg          `json:"trace,omitempty"`
+	Restart        *RestartAgg        `json:"restart,omitempty"`
+	RestartHit     *RestartHitAgg     `json:"restart_hit,omitempty"`
 }
 
 // HostileAgg folds the hostile phase over repetitions.
@@ -243,6 +248,7 @@ func aggregate(ms []Measurement) *PhaseAgg {
 	a.ReqPerSec, a.ElapsedMs, a.ReadKBps = NewStat(rps), NewStat(el), NewStat(kb)
 	aggregateCosts(a, ms)
 	aggregateTrace(a, ms)
+	aggregateRestart(a, ms)
 	a.ServerCPUPct, a.ClientCPUPct = NewStat(scpu), NewStat(ccpu)
 	// NewStat rounds to 0.1: take the ratio's median before scaling it.
 	slices.Sort(hr)

@@ -24,6 +24,9 @@ type Target struct {
 	MemoryMB int `json:"memory_mb,omitempty"`
 	// MaxConns, when > 0, is this target's -c instead of the run's.
 	MaxConns int `json:"max_conns,omitempty"`
+	// Extra are arguments appended to the command line (the restart
+	// scenario's -e FILE).
+	Extra []string `json:"extra_args,omitempty"`
 }
 
 // TandemTarget returns the tandem target for mode at -t threads; workers > 0
@@ -90,5 +93,5 @@ func (t Target) Args(port int, lim ServerLimits) []string {
 			a = append(a, "-u", "root") // memcached refuses to run as root otherwise
 		}
 	}
-	return a
+	return append(a, t.Extra...)
 }

@@ -98,7 +98,7 @@ func TestFindRepo(t *testing.T) {
 func TestScenarioDefinitions(t *testing.T) {
 	for _, p := range []Profile{Quick, Default, Full} {
 		for _, sc := range Scenarios(p) {
-			if sc.Name == "" || len(sc.Points) == 0 || len(sc.Columns) == 0 || sc.Source == "" {
+			if sc.Name == "" || len(sc.Points) == 0 || len(sc.Columns)+len(sc.Tables) == 0 || sc.Source == "" {
 				t.Errorf("%s/%s: incomplete", p, sc.Name)
 			}
 			for _, pt := range sc.Points {
@@ -114,6 +114,20 @@ func TestScenarioDefinitions(t *testing.T) {
 							MemoryMB: []int{pt.MemoryMB}}
 						if err := o.Validate(); err != nil || !sc.ServerPerPoint || tl.ValueSize < 1 || tl.Batch < 1 {
 							t.Errorf("%s/%s/%s: trace %+v at -m %d: %v", p, sc.Name, pt.Label, tl, pt.MemoryMB, err)
+						}
+						continue
+					}
+					if l := ph.Restart; l != nil {
+						if l.Items < 1 || l.ValueSize < 1 || l.Conns < 1 || l.Depth < 1 || l.Dir == "" || !sc.ServerPerPoint ||
+							pt.MemoryMB < 1 || len(pt.Phases) != 1 {
+							t.Errorf("%s/%s/%s: restart %+v", p, sc.Name, pt.Label, l)
+						}
+						continue
+					}
+					if l := ph.RestartHit; l != nil {
+						if l.Keys < 1 || l.Warmup < 1 || l.Requests < 1 || l.Window < 1 || l.Batch < 1 || l.Dir == "" ||
+							!sc.ServerPerPoint || pt.MemoryMB < 1 || len(pt.Phases) != 1 {
+							t.Errorf("%s/%s/%s: restart hit %+v", p, sc.Name, pt.Label, l)
 						}
 						continue
 					}

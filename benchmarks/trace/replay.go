@@ -25,8 +25,11 @@ type Config struct {
 	// result counts hits over the whole trace and over the accesses from
 	// index Warmup on.
 	Warmup    int64
-	KeyPrefix string        // prepended to each key's decimal number
-	Timeout   time.Duration // bounds the dial, each write and each reply read (default 30 s)
+	KeyPrefix string // prepended to each key's decimal number
+	// Window, when > 0, splits the counts into windows of this many
+	// accesses (Result.Windows): the hit ratio over time.
+	Window  int64
+	Timeout time.Duration // bounds the dial, each write and each reply read (default 30 s)
 }
 
 // Result counts one replay. Every access is one key of a multi-get.
@@ -55,7 +58,22 @@ type Result struct {
 	ErrorReplies int64         `json:"error_replies"`
 	FirstError   string        `json:"first_error,omitempty"`
 	Elapsed      time.Duration `json:"elapsed_ns"`
+	// Windows count the accesses in windows of Config.Window accesses, in
+	// order (the last may be shorter); empty without Config.Window.
+	Windows []Window `json:"windows,omitempty"`
 }
+
+// Window counts the accesses of one window of a replay.
+type Window struct {
+	Accesses int64 `json:"accesses"`
+	Hits     int64 `json:"hits"`
+	// End is the time from the replay's start to the reply of the
+	// window's last batch.
+	End time.Duration `json:"end_ns"`
+}
+
+// HitRatio is Hits over Accesses (0 without accesses).
+func (w Window) HitRatio() float64 { return ratio(w.Hits, w.Accesses) }
 
 // HitRatio is Hits over Accesses (0 without accesses).
 func (r *Result) HitRatio() float64 { return ratio(r.Hits, r.Accesses) }
@@ -98,9 +116,9 @@ func Replay(ctx context.Context, cfg Config, st Stream) (Result, error) {
 		_ = tc.SetNoDelay(true)
 	}
 	c := newClient(nc, cfg)
-	start := time.Now()
+	c.start = time.Now()
 	err = c.run(ctx, st)
-	c.res.Elapsed = time.Since(start)
+	c.res.Elapsed = time.Since(c.start)
 	return c.res, err
 }
 
@@ -119,6 +137,7 @@ type client struct {
 	misses []uint64 // distinct keys the batch missed, in first-miss order
 	missed map[uint64]struct{}
 	next   int64 // index of the batch's first access in the trace
+	start  time.Time
 	res    Result
 }
 
@@ -232,6 +251,9 @@ func (c *client) count(n int) {
 		if measured {
 			c.res.MeasuredAccesses++
 		}
+		if c.cfg.Window > 0 {
+			c.window(idx, c.hit[i])
+		}
 		if c.hit[i] {
 			c.res.Hits++
 			if measured {
@@ -247,6 +269,19 @@ func (c *client) count(n int) {
 		}
 	}
 	c.next += int64(n)
+}
+
+// window counts access idx in its window and moves the window's end to now.
+func (c *client) window(idx int64, hit bool) {
+	w := int(idx / c.cfg.Window)
+	for len(c.res.Windows) <= w {
+		c.res.Windows = append(c.res.Windows, Window{})
+	}
+	c.res.Windows[w].Accesses++
+	if hit {
+		c.res.Windows[w].Hits++
+	}
+	c.res.Windows[w].End = time.Since(c.start)
 }
 
 // readLine returns the next reply line without its CRLF, valid until the

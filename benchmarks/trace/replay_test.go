@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func (s *sliceStream) Close() error { return nil }
 // model computes what Replay must count against an unbounded cache: a key
 // hits when a batch before its own stored it; each batch stores its
 // distinct misses unless refused.
-func model(keys []uint64, batch int, warmup int64, refused func(uint64) bool) Result {
+func model(keys []uint64, batch int, warmup, window int64, refused func(uint64) bool) Result {
 	var r Result
 	stored := map[uint64]bool{}
 	for i := 0; i < len(keys); i += batch {
@@ -131,6 +132,16 @@ func model(keys []uint64, batch int, warmup int64, refused func(uint64) bool) Re
 			r.Accesses++
 			if int64(j) >= warmup {
 				r.MeasuredAccesses++
+			}
+			if window > 0 {
+				w := int(int64(j) / window)
+				for len(r.Windows) <= w {
+					r.Windows = append(r.Windows, Window{})
+				}
+				r.Windows[w].Accesses++
+				if hit {
+					r.Windows[w].Hits++
+				}
 			}
 			if hit {
 				r.Hits++
@@ -171,10 +182,13 @@ func TestReplayCountsAgainstAModel(t *testing.T) {
 		name   string
 		batch  int
 		warmup int64
+		window int64
 		prefix string
 		refuse func(uint64) bool
 	}{
 		{name: "batch 100", batch: 100, warmup: 750},
+		{name: "batch 100, windows of 250", batch: 100, window: 250},
+		{name: "batch 7, windows of 1,000", batch: 7, window: 1000},
 		{name: "batch 1", batch: 1},
 		{name: "batch 7, prefix", batch: 7, warmup: 10, prefix: "arc:"},
 		{name: "refused sets", batch: 100, refuse: func(k uint64) bool { return k%5 == 0 }},
@@ -192,17 +206,23 @@ func TestReplayCountsAgainstAModel(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cfg := Config{Addr: srv.ln.Addr().String(), Batch: tc.batch, ValueSize: 300, Warmup: tc.warmup,
-				KeyPrefix: tc.prefix, Timeout: 10 * time.Second}
+				KeyPrefix: tc.prefix, Timeout: 10 * time.Second, Window: tc.window}
 			got, err := Replay(ctx, cfg, &sliceStream{keys: keys})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := model(keys, tc.batch, tc.warmup, refuse)
+			want := model(keys, tc.batch, tc.warmup, tc.window, refuse)
 			if got.ErrorReplies != 0 {
 				t.Errorf("%d error replies, first %q", got.ErrorReplies, got.FirstError)
 			}
 			got.Elapsed, got.FirstError = 0, ""
-			if got != want {
+			for i, w := range got.Windows {
+				if w.End <= 0 || (i > 0 && w.End < got.Windows[i-1].End) {
+					t.Errorf("window %d ends at %v, after %v", i, w.End, got.Windows[max(i-1, 0)].End)
+				}
+				got.Windows[i].End = 0
+			}
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("counted %+v\nwant    %+v", got, want)
 			}
 			if got.Hits == 0 || got.Hits == got.Accesses {
@@ -262,9 +282,9 @@ func TestReplayAgainstMemcached(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 	// -m 64 holds every key: the model of an unbounded cache is exact.
-	want := model(keys, 100, 5_000, func(uint64) bool { return false })
+	want := model(keys, 100, 5_000, 0, func(uint64) bool { return false })
 	got.Elapsed = 0
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("counted %+v\nwant    %+v", got, want)
 	}
 	c, err := loadgen.Dial(addr, 5*time.Second)
