@@ -46,7 +46,6 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "tandem: %v\n", err)
 		return exitUsage
 	}
-	setHeapProfiling(cfg.Pprof)
 	if cfg.Daemon && !isDaemonChild() {
 		return daemonize()
 	}

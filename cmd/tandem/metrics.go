@@ -97,18 +97,6 @@ func enableContentionProfiles() {
 	runtime.SetBlockProfileRate(blockProfileRate)
 }
 
-// setHeapProfiling turns the runtime's heap profile off unless --pprof
-// serves it: without --pprof nothing reads it, and every sampled
-// allocation (one per 512 KiB allocated, Go's default rate) costs a stack
-// walk and a bucket that is never freed, in a 1.4 MB hash table the runtime
-// maps on the first sample. It runs once, before the server allocates, as
-// runtime.MemProfileRate asks.
-func setHeapProfiling(pprofOn bool) {
-	if !pprofOn {
-		runtime.MemProfileRate = 0
-	}
-}
-
 // start registers the scrape-time collector and serves /metrics (and
 // /debug/pprof/ with --pprof) until stop. It fails when the address cannot
 // be bound.

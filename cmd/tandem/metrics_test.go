@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,28 +282,5 @@ func TestMetricsHaveExporterFamilies(t *testing.T) {
 		if got, ok := m[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
-	}
-}
-
-// TestSetHeapProfiling checks that the heap profile is sampled only when
-// --pprof can serve it.
-func TestSetHeapProfiling(t *testing.T) {
-	saved := runtime.MemProfileRate
-	t.Cleanup(func() { runtime.MemProfileRate = saved })
-	for _, tc := range []struct {
-		name  string
-		pprof bool
-		want  int
-	}{
-		{name: "without --pprof", pprof: false, want: 0},
-		{name: "with --pprof", pprof: true, want: saved},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			runtime.MemProfileRate = saved
-			setHeapProfiling(tc.pprof)
-			if got := runtime.MemProfileRate; got != tc.want {
-				t.Errorf("setHeapProfiling(%v): MemProfileRate = %d, want %d", tc.pprof, got, tc.want)
-			}
-		})
 	}
 }
