@@ -17,7 +17,9 @@ import (
 var ErrUnavailable = errors.New("harness: server unavailable")
 
 // BuildTandem builds ./cmd/tandem of the module rooted at repo into dir and
-// returns the binary's path.
+// returns the binary's path. It builds as docs/deploy/release.sh does (static,
+// -trimpath), so that RSS is measured on the binary users run: a cgo build
+// maps the C library too (1.1-1.9 MB more at peak, docs/benchmarks.md 12a).
 func BuildTandem(ctx context.Context, repo, dir string) (string, error) {
 	srcs, _ := filepath.Glob(filepath.Join(repo, "cmd", "tandem", "*.go"))
 	if len(srcs) == 0 {
@@ -26,8 +28,9 @@ func BuildTandem(ctx context.Context, repo, dir string) (string, error) {
 	out := filepath.Join(dir, "tandem")
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/tandem")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/tandem")
 	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%w: go build ./cmd/tandem: %v\n%s", ErrUnavailable, err, lastLines(string(b), 15))
 	}
