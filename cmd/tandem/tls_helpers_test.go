@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +33,8 @@ type testPKI struct {
 	ca   *x509.Certificate
 	key  *ecdsa.PrivateKey
 	pool *x509.CertPool
+
+	serverMu sync.Mutex // serverFlags: parallel subtests must not each write server.pem and its key
 }
 
 var certSerial atomic.Int64
@@ -114,9 +117,11 @@ func (p *testPKI) file(name string) string { return filepath.Join(p.dir, name) }
 
 // serverFlags are the -Z flags serving server.pem (made when missing).
 func (p *testPKI) serverFlags(extra ...string) []string {
+	p.serverMu.Lock()
 	if _, err := os.Stat(p.file("server.pem")); err != nil {
 		p.leaf("server", "tandem server", time.Now().Add(24*time.Hour))
 	}
+	p.serverMu.Unlock()
 	opts := append([]string{"ssl_chain_cert=" + p.file("server.pem"), "ssl_key=" + p.file("server-key.pem")}, extra...)
 	return []string{"-Z", "-o", strings.Join(opts, ",")}
 }
