@@ -345,8 +345,20 @@ func (s *gnetServer) Shutdown(ctx context.Context) error {
 		}
 	}
 	waitErr := s.waitUntil(ctx, quiet)
-	if err := s.eng.Stop(ctx); err != nil && waitErr == nil {
+	// gnet's Stop looks for the engine's end only every 500 ms (half a second of every
+	// stop, and of a warm restart's downtime); Serve's return, when gnet's Rotate returns,
+	// says it within a tick.
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.eng.Stop(ctx) }()
+	if err := s.waitUntil(ctx, func() bool { return s.served.Load() || len(stopped) > 0 }); err != nil && waitErr == nil {
 		waitErr = err
+	}
+	select {
+	case err := <-stopped:
+		if err != nil && waitErr == nil {
+			waitErr = err
+		}
+	default:
 	}
 	if err := s.waitUntil(ctx, func() bool { return s.unfinished.Load() == 0 }); err != nil && waitErr == nil {
 		waitErr = err
