@@ -3,7 +3,6 @@ package harness
 import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -29,15 +28,9 @@ func windowLines(path, title string, rows []*Row) error {
 			done += float64(w.Accesses)
 			pts[j] = plotter.XY{X: done / 1e6, Y: w.HitPct.Median / 100}
 		}
-		line, marks, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := addSeries(p, i, r.Target.Name+" "+r.Point, pts); err != nil {
 			return err
 		}
-		line.Color, marks.Color = plotutil.Color(i), plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
-		marks.Shape = plotutil.Shape(i)
-		p.Add(line, marks)
-		p.Legend.Add(r.Target.Name+" "+r.Point, line, marks)
 		i++
 	}
 	return savePlot(p, 9*vg.Inch, 5.5*vg.Inch, path)

@@ -67,15 +67,9 @@ func xyLines(path string, rows []*Row, xy XYPlot) error {
 		}
 		lab.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(-10)}
 		p.Add(lab)
-		line, marks, err := plotter.NewLinePoints(pts)
-		if err != nil {
+		if err := addSeries(p, i, t, pts); err != nil {
 			return err
 		}
-		line.Color, marks.Color = plotutil.Color(i), plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
-		marks.Shape = plotutil.Shape(i)
-		p.Add(line, marks)
-		p.Legend.Add(t, line, marks)
 	}
 	if lo.X <= hi.X {
 		// Room around the points for their labels and the legend.
@@ -84,4 +78,19 @@ func xyLines(path string, rows []*Row, xy XYPlot) error {
 		p.Y.Min, p.Y.Max = lo.Y-my, hi.Y+2*my
 	}
 	return savePlot(p, 9*vg.Inch, 5.5*vg.Inch, path)
+}
+
+// addSeries adds pts to p as line i with its marks, in plotutil's i-th colour, dashes and shape,
+// under name in the legend.
+func addSeries(p *plot.Plot, i int, name string, pts plotter.XYs) error {
+	line, marks, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return err
+	}
+	line.Color, marks.Color = plotutil.Color(i), plotutil.Color(i)
+	line.Dashes = plotutil.Dashes(i)
+	marks.Shape = plotutil.Shape(i)
+	p.Add(line, marks)
+	p.Legend.Add(name, line, marks)
+	return nil
 }

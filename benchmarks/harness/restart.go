@@ -397,13 +397,7 @@ func (rr *restartRun) hitAfterRestart(ctx context.Context, l RestartHitLoad, m *
 	if err != nil {
 		return fmt.Errorf("continuation: %w", err)
 	}
-	m.Trace = &res
-	m.ElapsedSec = math.Round(res.Elapsed.Seconds()*1e6) / 1e6
-	m.Requests = res.Accesses + res.Sets
-	if m.ElapsedSec > 0 {
-		m.ReqPerSec = round1(float64(m.Requests) / m.ElapsedSec)
-	}
-	m.HitRatio = math.Round(res.HitRatio()*1e4) / 1e4
+	m.setTrace(&res)
 	m.Errors, m.FirstError = res.ErrorReplies+st.Warmup.ErrorReplies, res.FirstError
 	if m.Stats, err = rr.stats(traceStats...); err != nil {
 		return err

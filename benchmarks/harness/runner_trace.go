@@ -53,16 +53,22 @@ func (r *runner) replay(ctx context.Context, srv *Server, tl TraceLoad, m *Measu
 	if err != nil && !capped {
 		return fmt.Errorf("trace %s: %w", tl.Spec, err)
 	}
-	m.Trace = &res
+	m.setTrace(&res)
+	m.BytesRead = res.Hits * int64(tl.ValueSize)
+	m.BytesSent = res.Sets * int64(tl.ValueSize)
+	m.Errors, m.FirstError = res.ErrorReplies, res.FirstError
+	m.HitHardCap = capped
+	return nil
+}
+
+// setTrace records a replay's result and the figures every trace measurement reports from it:
+// elapsed time, requests (accesses and sets), their rate and the hit ratio.
+func (m *Measurement) setTrace(res *trace.Result) {
+	m.Trace = res
 	m.ElapsedSec = math.Round(res.Elapsed.Seconds()*1e6) / 1e6
 	m.Requests = res.Accesses + res.Sets
 	if m.ElapsedSec > 0 {
 		m.ReqPerSec = round1(float64(m.Requests) / m.ElapsedSec)
 	}
 	m.HitRatio = math.Round(res.HitRatio()*1e4) / 1e4
-	m.BytesRead = res.Hits * int64(tl.ValueSize)
-	m.BytesSent = res.Sets * int64(tl.ValueSize)
-	m.Errors, m.FirstError = res.ErrorReplies, res.FirstError
-	m.HitHardCap = capped
-	return nil
 }
