@@ -112,7 +112,7 @@ func (c *Cache) openFile(cfg Config, n int, budget int64, scfg *shardConfig) err
 	}
 	c.initShards(cfg, budget, scfg)
 	if meta != nil {
-		items, dropped, bytes, err := c.restore(meta, f)
+		items, dropped, bytes, err := c.restore(meta)
 		if err != nil {
 			c.restart.Reason = err.Error()
 			c.casID.Store(0)

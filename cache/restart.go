@@ -263,7 +263,7 @@ func readMeta(path string, want restartSettings) (*restartMeta, string) {
 
 // restore rebuilds every shard from the pages m lists, or returns why it cannot; the shards are
 // fresh, and on an error the caller makes them fresh again.
-func (c *Cache) restore(m *restartMeta, f *memFile) (restored, dropped int, bytes int64, err error) {
+func (c *Cache) restore(m *restartMeta) (restored, dropped int, bytes int64, err error) {
 	// Check every page against its checksum before anything is built from it.
 	for i, pages := range m.Pages {
 		s := &c.shards[i]
@@ -341,10 +341,7 @@ func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int
 			}
 			ch[offState] = 0
 			if pg.class == large {
-				s.pageBytes -= int64(len(pg.mem))
-				s.releaseMem(pg)
-				*pg = page{}
-				s.unused = append(s.unused, p)
+				s.dropPageLocked(p)
 				break
 			}
 			s.pushFreeLocked(pg.class, h)

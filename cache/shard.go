@@ -126,10 +126,7 @@ func (s *shard) killLocked(h uint32) {
 	s.bytes -= r.size()
 	s.recBytes -= int64(cap(r))
 	if p.live--; p.class == large {
-		s.pageBytes -= int64(len(p.mem))
-		s.releaseMem(p)
-		*p = page{}
-		s.unused = append(s.unused, int(h>>16))
+		s.dropPageLocked(int(h >> 16))
 		return
 	}
 	r[offState] = 0

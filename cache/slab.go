@@ -358,11 +358,18 @@ func (s *shard) freePageLocked(p int) bool {
 	}
 	s.unlinkFreeLocked(p) // the chunks the evictions freed
 	s.slab[pg.class].pages--
+	s.dropPageLocked(p)
+	return true
+}
+
+// dropPageLocked gives page p's memory back and makes its entry unused (newPageLocked's
+// inverse); its chunks must be off every free list.
+func (s *shard) dropPageLocked(p int) {
+	pg := &s.pages[p]
 	s.pageBytes -= int64(len(pg.mem))
 	s.releaseMem(pg)
 	*pg = page{}
 	s.unused = append(s.unused, p)
-	return true
 }
 
 // sparePageLocked returns the page, of another class than cl and not chunk keep's, with the
