@@ -169,7 +169,7 @@ func TestWatchLines(t *testing.T) {
 	u := h.NewSession("")
 	u.SetPush(12, newFakeConn().push)
 	u.Close()
-	got := f.waitPushed(t, "cfd=12\n")
+	got := f.waitPushed(t, "reason=normal cfd=12\n") // the last line, not conn_new
 	want := []string{
 		"type=conn_new rip=10.1.2.3 rport=4567 transport=tcp cfd=11",
 		"type=item_store key=k status=stored cmd=set ttl=100 clsid=1 cfd=11 size=2",
