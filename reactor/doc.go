@@ -5,16 +5,20 @@
 //     Executor (a bounded worker pool) as a task, at most one in flight per
 //     connection, or park it when every worker is busy; a task runs a slice
 //     of requests of its connection, in request order, writing the replies
-//     itself, then takes parked connections in turn (dispatch.go).
+//     itself (or, with LoopWrites, handing them back to the connection's
+//     loop, which writes them: loopout.go), then takes parked connections in
+//     turn (dispatch.go).
 //   - inline: the gnet loop that owns a connection also executes its
 //     requests, like memcached's own worker threads.
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing
 //     when the input is drained.
 //
-// In both gnet modes a connection's replies go out through its own
-// duplicate of the socket descriptor (writer.go), so that requests read
-// before a client's close still run and are answered, and its reads pause
-// while it is not keeping up (readpause.go).
+// Whoever writes a connection's replies writes on gnet's descriptor only on
+// the loop (inline mode, LoopWrites) and otherwise on a duplicate of its own
+// (pool workers, from the open; a flusher when the socket is full; everyone
+// after gnet closed the connection with requests still to run: writer.go),
+// so that requests read before a client's close still run and are answered;
+// reads pause while a connection is not keeping up (readpause.go).
 //
 // The package owns sockets, framing buffers, connection limits and
 // backpressure. It does not know the cache or the worker pool: it consumes a

@@ -19,12 +19,13 @@ import (
 // are executed by one goroutine at a time, "the executor": in inline mode
 // the loop; in pool mode the task that took it (state stRunning); after
 // the loop let go of the connection (gnet closed it, or shutdown drained it)
-// whoever runs the leftovers (see detach). Replies go out through w, which
-// owns a descriptor of its own, so requests read before a close still run
-// and, when the peer still reads, are answered.
+// whoever runs the leftovers (see detach). Replies go out through w:
+// written by the loop while gnet has the connection open, and through a
+// descriptor of w's own after gnet let go of it, so requests read before a
+// close still run and, when the peer still reads, are answered.
 //
 // Lock order: mu, then the parked queue's mu; connWriter.mu is never held with
-// either.
+// either, and a loopOut's mu is held with none of them.
 type gconn struct {
 	s    *gnetServer
 	c    gnet.Conn
@@ -105,7 +106,7 @@ const closeLinger = 10 * time.Second
 func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w, err := newConnWriter(gc.fd, &s.limits, gc.resumeFromWriter)
+	w, err := newConnWriter(gc.fd, &s.limits, s.outOf(c.EventLoop()), s.pool, !s.cfg.LoopWrites, gc.resumeFromWriter)
 	if err != nil {
 		gc.sess.Close()
 		return nil, err
@@ -649,6 +650,7 @@ func (gc *gconn) finish() {
 // their replies, the rest by the writer's flusher as it drains; in pool mode
 // by the workers, a slice at a time.
 func (gc *gconn) detach(runBuffered bool) {
+	gc.w.leave()
 	gc.s.limits.add(-gc.held)
 	gc.held = 0
 	gc.mu.Lock()

@@ -53,8 +53,9 @@ type gnetServer struct {
 	epolls epolls
 	parked parkedQueue // pool mode
 
-	turnsMu sync.Mutex
-	turns   map[gnet.EventLoop]*loopTurns // guarded by turnsMu (inline mode)
+	loopsMu sync.Mutex
+	turns   map[gnet.EventLoop]*loopTurns // guarded by loopsMu (inline mode)
+	outs    map[gnet.EventLoop]*loopOut   // guarded by loopsMu
 
 	connMu sync.Mutex
 	// conns holds the connections not yet finished (see gconn.finish):

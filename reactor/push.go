@@ -3,7 +3,6 @@ package reactor
 import (
 	"errors"
 	"net"
-	"os"
 	"syscall"
 )
 
@@ -63,15 +62,16 @@ func attachNetPush(sess Session, c net.Conn) {
 }
 
 // push queues a copy of p behind every reply already handed to write, for
-// the flusher to write out, and returns the bytes queued; see Pusher. It
+// the loop or the flusher to write out, and returns the bytes queued; see Pusher. It
 // never blocks and never marks the executor blocked: the pushing session
 // bounds what it pushes by the queue it is told about.
 func (w *connWriter) push(p []byte) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.failed || w.closed || w.closing {
+		w.mu.Unlock()
 		return 0, errPushClosed
 	}
+	list := false
 	if len(p) > 0 {
 		if len(w.queue) == 0 {
 			w.off = 0
@@ -79,13 +79,12 @@ func (w *connWriter) push(p []byte) (int, error) {
 		w.queue = append(w.queue, append([]byte(nil), p...))
 		w.queued += len(p)
 		w.limits.add(len(p))
-		if !w.flushing {
-			w.flushing = true
-			if w.file == nil {
-				w.file = os.NewFile(uintptr(w.fd), "tandem-conn")
-			}
-			go w.flush()
-		}
+		list = w.kickLocked(false)
 	}
-	return w.queued, nil
+	queued := w.queued
+	w.mu.Unlock()
+	if list {
+		w.out.add(w)
+	}
+	return queued, nil
 }

@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -9,41 +10,66 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// connWriter sends one connection's replies, in request order, through its
-// own duplicate of the socket descriptor (gnet modes).
+// connWriter sends one connection's replies, in request order (gnet modes).
 //
-// Whoever executes the connection's requests (its event loop in inline mode,
-// the worker running it in pool mode) calls write with each run of replies;
-// one goroutine at a time does, so write needs no ordering of its own. write
-// tries the socket at once. What the socket does not take is queued, and a
-// flusher goroutine, parked in Go's network poller while the socket is full,
-// writes the queue out. While the queue holds more than the high-water mark
-// (or anything at all while the server's connection buffers are over their
-// global limit), write reports the connection blocked: its executor stops
-// running requests, and the flusher calls resume once the queue is empty.
+// Whoever executes the connection's requests calls write with each run of
+// replies, one goroutine at a time. Who writes them to the socket:
 //
-// Owning a descriptor of its own is what lets replies outlive gnet's side of
-// the connection: gnet closes its descriptor as soon as it reads EOF, but the
-// socket stays open until the writer closes its duplicate, after the last
-// reply of every request read before the close. It also means a write never
-// lands on a descriptor number that gnet has closed and reused.
+//   - pool mode (the default): the worker running the connection, at once,
+//     on a duplicate of the socket taken at open (keepOwn), which gnet
+//     cannot close under it.
+//   - pool mode with LoopWrites, while gnet has the connection open: its
+//     event loop. write queues the replies and lists the writer on the
+//     loop's loopOut; the loop's next run writes every listed connection's
+//     queue (loopout.go). The workers make no socket calls.
+//   - inline mode, while open: the executor is the loop itself, which writes
+//     at once on gnet's descriptor.
+//   - when the socket refuses bytes (the peer does not keep up), a flusher
+//     goroutine, parked in Go's network poller on a duplicate of the socket
+//     until the socket takes more, writes the queue out; the duplicate is
+//     kept for the rest of the connection's life (a peer slow once is
+//     likely slow again: no descriptor churn per slice). gnet offers no
+//     callback when a socket drains, and what its own output buffer holds
+//     when the connection closes is dropped after one try: the flusher's
+//     duplicate is how tandem waits for a slow reader without either.
+//   - after gnet let go of the connection (the peer closed or half-closed
+//     it, or shutdown drained it; see leave): the executor writes on a
+//     duplicate taken on the loop before gnet closed its descriptor, and
+//     the flusher when the socket is full. So requests read before a close
+//     still run and, when the peer still reads, are answered, and no write
+//     lands on a descriptor number that gnet has closed and reused.
+//
+// While the queue holds more than the high-water mark (or anything at all
+// while the server's connection buffers are over their global limit), write
+// reports the connection blocked: its executor stops running requests, and
+// resume is called once the queue is empty.
 type connWriter struct {
-	fd     int      // our duplicate of the socket
-	file   *os.File // created on the first write that would block; owns fd from then on
 	limits *bufLimits
-	resume func() // called by the flusher, without locks held, when a blocked executor may go on
+	resume func()   // called without locks held when a blocked executor may go on
+	out    *loopOut // the connection's event loop's writer list
+	// viaLoop: executors hand replies to the loop while attached (pool
+	// mode); keepOwn: the executors write on an own duplicate taken at open,
+	// attached too (pool mode without LoopWrites).
+	viaLoop, keepOwn bool
 
 	mu       sync.Mutex
+	fd       int      // guarded by mu: the descriptor written: gnet's while attached and not own, -1 when none
+	gnetFD   int      // gnet's descriptor, valid while attached
+	own      bool     // guarded by mu: fd is a duplicate of tandem's own, closed by it
+	file     *os.File // guarded by mu: wraps an own fd while a flusher waits in Go's poller
+	attached bool     // guarded by mu: gnet has the connection open (see leave)
 	queue    [][]byte // guarded by mu: replies not yet written; queue[0][off:] goes next
 	off      int      // guarded by mu
 	queued   int      // guarded by mu: bytes in queue from off on
-	flushing bool     // guarded by mu: the flusher goroutine runs (set whenever queued > 0)
+	listed   bool     // guarded by mu: on the loop's list for its next run
+	flushing bool     // guarded by mu: the flusher goroutine runs and alone writes
 	blocked  bool     // guarded by mu: write reported blocked; resume is owed once the queue drains
 	failed   bool     // guarded by mu: the peer is gone; replies are dropped from now on
 	closing  bool     // guarded by mu: close the descriptor once the queue is empty
-	closed   bool     // guarded by mu: the descriptor is closed
+	closed   bool     // guarded by mu: the writer is done
 	deadline time.Duration
-	spare    []byte // guarded by mu: a drained buffer kept for reuse
+	spare    []byte   // guarded by mu: a drained buffer kept for reuse
+	iov      [][]byte // the writev vector of whoever writes the queue (loop or flusher)
 }
 
 // bufLimits is the server-wide accounting of connection buffers.
@@ -61,20 +87,22 @@ func (l *bufLimits) add(n int) {
 
 func (l *bufLimits) over() bool { return l.limit > 0 && l.used.Load() > l.limit }
 
-// newConnWriter duplicates fd for a writer. The duplicate shares the socket's
-// file status flags, so it is non-blocking like gnet's.
-func newConnWriter(fd int, limits *bufLimits, resume func()) (*connWriter, error) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+// newConnWriter returns the writer of a connection gnet opened on fd, whose
+// loop runs out's list. In pool mode the loop writes the replies
+// (viaLoop), unless workers write them (workerWrites): then they write on a
+// duplicate of fd taken here, which gnet cannot close under them.
+func newConnWriter(fd int, limits *bufLimits, out *loopOut, pool, workerWrites bool, resume func()) (*connWriter, error) {
+	w := &connWriter{fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume,
+		viaLoop: pool && !workerWrites, keepOwn: pool && workerWrites}
+	if w.keepOwn && !w.ownLocked() {
+		return nil, errors.New("reactor: cannot duplicate the connection's descriptor for its writer")
 	}
-	return &connWriter{fd: dup, limits: limits, resume: resume}, nil
+	return w, nil
 }
 
-// write sends out, or queues what the socket does not take. It returns a
-// buffer the caller may reuse for its next replies (out itself, emptied,
-// when everything was written) and whether the executor must stop until
-// resume is called.
+// write sends out, or queues it. It returns a buffer the caller may reuse
+// for its next replies (out itself, emptied, when everything was written)
+// and whether the executor must stop until resume is called.
 func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 	if len(out) == 0 {
 		return out, false
@@ -84,12 +112,15 @@ func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 		w.mu.Unlock()
 		return out[:0], false
 	}
-	if w.flushing {
+	if (w.viaLoop && w.attached) || w.busyLocked() {
 		return w.enqueueLocked(out, 0)
 	}
+	fd := w.fd
 	w.mu.Unlock()
-	// Nothing is queued and no flusher runs: only this goroutine writes.
-	n, err := writeAll(w.fd, out)
+	// Nothing is queued, listed or flushing: only this goroutine writes
+	// (the loop itself in inline mode; a worker, on its own duplicate, with
+	// worker writes; the executor after leave).
+	n, err := writeAll(fd, out)
 	if err == nil {
 		return out[:0], false
 	}
@@ -102,9 +133,13 @@ func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 	return w.enqueueLocked(out, n)
 }
 
-// enqueueLocked queues out[from:], starting the flusher if none runs, and
-// unlocks w.mu. from is non-zero only when the queue is empty (a direct
-// write that the socket took in part).
+// busyLocked reports whether replies wait for the loop or the flusher.
+func (w *connWriter) busyLocked() bool { return w.listed || w.flushing || w.queued > 0 }
+
+// enqueueLocked queues out[from:] and unlocks w.mu. from is non-zero only
+// when the queue is empty (a direct write that the socket took in part);
+// then the socket is full and the flusher takes over, else the loop is
+// asked to write (kick).
 func (w *connWriter) enqueueLocked(out []byte, from int) ([]byte, bool) {
 	if len(w.queue) == 0 {
 		w.off = from
@@ -113,24 +148,171 @@ func (w *connWriter) enqueueLocked(out []byte, from int) ([]byte, bool) {
 	n := len(out) - from
 	w.queued += n
 	w.limits.add(n)
-	start := !w.flushing
-	w.flushing = true
-	if start && w.file == nil {
-		// Register the descriptor with Go's network poller, for the
-		// flusher to wait in.
-		w.file = os.NewFile(uintptr(w.fd), "tandem-conn")
-	}
 	blocked := w.queued > w.limits.highWater || w.limits.over()
 	if blocked {
 		w.blocked = true
 	}
 	reuse := w.spare
 	w.spare = nil
+	list := w.kickLocked(from > 0)
 	w.mu.Unlock()
-	if start {
-		go w.flush()
+	if list {
+		w.out.add(w)
 	}
 	return reuse[:0], blocked
+}
+
+// kickLocked gets the queue written, unless the loop or the flusher is on it
+// already: by the loop's next run while gnet has the connection open and its
+// socket was not just found full, else by the flusher. It reports whether
+// the caller must list w on its loop once it has unlocked w.mu.
+func (w *connWriter) kickLocked(full bool) bool {
+	if w.listed || w.flushing {
+		return false
+	}
+	if w.attached && !full {
+		w.listed = true
+		return true
+	}
+	w.startFlusherLocked()
+	return false
+}
+
+// startFlusherLocked starts the flusher on a duplicate of the socket,
+// registered with Go's network poller. Without a duplicate (descriptors
+// exhausted, or gnet let go of the socket) the flusher only drops the queue
+// and resumes the executor.
+func (w *connWriter) startFlusherLocked() {
+	if !w.ownLocked() {
+		w.failed = true
+	} else if w.file == nil {
+		w.file = os.NewFile(uintptr(w.fd), "tandem-conn")
+	}
+	w.flushing = true
+	go w.flush()
+}
+
+// ownLocked makes fd a duplicate of tandem's own, if it is not one already.
+// A duplicate shares the socket's file status flags, so it is non-blocking
+// like gnet's. gnet's descriptor is duplicated only while gnet has the
+// connection open: on its loop (leave), or by a writer the loop is not
+// going to close meanwhile (the flusher starts from the loop in pool mode,
+// from the executor, the loop, in inline mode).
+func (w *connWriter) ownLocked() bool {
+	if w.own {
+		return true
+	}
+	if !w.attached {
+		return false
+	}
+	dup, err := unix.FcntlInt(uintptr(w.gnetFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	w.fd, w.own = dup, true
+	return true
+}
+
+// dropFDLocked closes an own descriptor, leaving none.
+func (w *connWriter) dropFDLocked() {
+	if w.own {
+		if w.file != nil {
+			_ = w.file.Close()
+		} else {
+			_ = unix.Close(w.fd)
+		}
+	}
+	w.file, w.own, w.fd = nil, false, -1
+}
+
+// leave runs on the loop when gnet lets go of the connection (OnClose,
+// before gnet closes its descriptor; or shutdown's drain). From then on the
+// writer writes through a duplicate of its own (unless it failed), and what
+// is queued or listed goes to the flusher: the loop writes no more for it.
+func (w *connWriter) leave() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.attached {
+		return
+	}
+	if !w.failed && !w.closed && !w.ownLocked() {
+		w.failed = true
+	}
+	w.attached = false
+	if !w.own {
+		w.fd = -1
+	}
+	if (w.queued > 0 || w.listed) && !w.flushing && !w.closed {
+		w.startFlusherLocked()
+	}
+}
+
+// abandon drops a listed writer's queue when its loop cannot run any more
+// (the engine stopped).
+func (w *connWriter) abandon() {
+	w.mu.Lock()
+	w.listed = false
+	if w.flushing || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.failed = true
+	w.finishLocked()
+}
+
+// finishLocked ends a turn of writing the queue, written or given up: it
+// drops what is left (the peer is gone), closes the descriptor when asked
+// to, unlocks w.mu and resumes a blocked executor.
+func (w *connWriter) finishLocked() {
+	w.dropLocked()
+	resume := w.blocked
+	w.blocked = false
+	if w.closing && !w.closed {
+		w.closeLocked()
+	}
+	w.mu.Unlock()
+	if resume {
+		w.resume()
+	}
+}
+
+// queuedLen returns the bytes queued.
+func (w *connWriter) queuedLen() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queued
+}
+
+// flushOnLoop writes the queue on the loop's run (loopout.go) and returns
+// the bytes written. What the socket does not take goes to the flusher.
+func (w *connWriter) flushOnLoop() (written int) {
+	w.mu.Lock()
+	w.listed = false
+	if w.flushing || w.closed {
+		w.mu.Unlock()
+		return 0
+	}
+	for w.queued > 0 && !w.failed {
+		n, err := unix.Writev(w.fd, w.iovLocked())
+		w.clearIOV()
+		if n > 0 {
+			w.consumeLocked(n)
+			written += n
+		}
+		switch {
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			w.startFlusherLocked()
+			w.mu.Unlock()
+			return written
+		case err != nil:
+			w.failed = true
+		case n <= 0:
+			w.failed = true
+		}
+	}
+	w.finishLocked()
+	return written
 }
 
 // writeAll writes b to the non-blocking descriptor fd until it is written
@@ -160,18 +342,8 @@ func (w *connWriter) flush() {
 	for {
 		w.mu.Lock()
 		if w.queued == 0 || w.failed {
-			w.dropLocked()
 			w.flushing = false
-			resume := w.blocked
-			w.blocked = false
-			closeNow := w.closing && !w.closed
-			if closeNow {
-				w.closeLocked()
-			}
-			w.mu.Unlock()
-			if resume {
-				w.resume()
-			}
+			w.finishLocked()
 			return
 		}
 		iov := w.iovLocked()
@@ -179,6 +351,7 @@ func (w *connWriter) flush() {
 		w.mu.Unlock()
 		n, err := w.waitWrite(iov, deadline)
 		w.mu.Lock()
+		w.clearIOV()
 		w.consumeLocked(n)
 		if err != nil {
 			w.failed = true
@@ -187,11 +360,12 @@ func (w *connWriter) flush() {
 	}
 }
 
-// iovLocked returns the queued bytes as a vector for one writev.
+// iovLocked returns the queued bytes as a vector for one writev, in w.iov:
+// the loop or the flusher, whichever writes the queue, uses it.
 func (w *connWriter) iovLocked() [][]byte {
-	iov := make([][]byte, 0, min(len(w.queue), 64))
+	iov := w.iov[:0]
 	for i, b := range w.queue {
-		if i == cap(iov) {
+		if i == 64 {
 			break
 		}
 		if i == 0 {
@@ -199,7 +373,14 @@ func (w *connWriter) iovLocked() [][]byte {
 		}
 		iov = append(iov, b)
 	}
+	w.iov = iov
 	return iov
+}
+
+// clearIOV drops the vector's references to written buffers.
+func (w *connWriter) clearIOV() {
+	clear(w.iov)
+	w.iov = w.iov[:0]
 }
 
 // consumeLocked drops n written bytes from the front of the queue.
@@ -272,7 +453,7 @@ func (w *connWriter) closeWhenDone(linger time.Duration) {
 	if w.closed {
 		return
 	}
-	if !w.flushing {
+	if !w.flushing && !w.listed {
 		w.closeLocked()
 		return
 	}
@@ -298,11 +479,7 @@ func (w *connWriter) abort() {
 
 func (w *connWriter) closeLocked() {
 	w.closed = true
-	if w.file != nil {
-		_ = w.file.Close()
-	} else {
-		_ = unix.Close(w.fd)
-	}
+	w.dropFDLocked()
 }
 
 // holdForDrain reports whether the socket refused some of the replies
@@ -311,7 +488,7 @@ func (w *connWriter) closeLocked() {
 func (w *connWriter) holdForDrain() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.flushing && !w.failed {
+	if w.busyLocked() && !w.failed {
 		w.blocked = true
 		return true
 	}
@@ -322,5 +499,5 @@ func (w *connWriter) holdForDrain() bool {
 func (w *connWriter) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.flushing
+	return !w.busyLocked()
 }

@@ -42,8 +42,8 @@ type loopTurns struct {
 
 // turnsOf returns the turn state of loop.
 func (s *gnetServer) turnsOf(loop gnet.EventLoop) *loopTurns {
-	s.turnsMu.Lock()
-	defer s.turnsMu.Unlock()
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
 	lt := s.turns[loop]
 	if lt == nil {
 		lt = &loopTurns{}

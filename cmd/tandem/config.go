@@ -40,6 +40,7 @@ type Config struct {
 	IdleTimeout      time.Duration
 	ReusePort        bool
 	WorkerWrites     bool
+	LoopWrites       bool
 	MaxConnOutput    int   // per-connection cap on unsent replies, bytes
 	MaxConnInput     int   // per-connection cap on an incomplete request, bytes
 	BufferLimit      int64 // all connections' buffers together, bytes; -1 = no limit

@@ -28,7 +28,7 @@ type flagGroup struct {
 var flagGroups = []flagGroup{
 	{"Listening", []string{"port", "listen", "unix-socket", "unix-mask", "listen-backlog", "udp-port", "conn-limit", "idle-timeout", "reuseport"}},
 	{"Memory and items", []string{"memory-limit", "max-item-size", "disable-evictions", "disable-cas", "lock-memory", "memory-file"}},
-	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "worker-writes"}},
+	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "loop-writes", "worker-writes"}},
 	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
 	{"TLS (settings are memcached's -o ssl_* keys, see -o and docs/operations.md)", []string{"enable-ssl", "tls-handshake-timeout"}},
 	{"Process", []string{"daemon", "pidfile", "user", "enable-coredumps", "verbose", "log-level", "log-format", "log-file", "metrics-listen", "pprof", "help", "version", "license"}},
@@ -73,7 +73,8 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.StringVar(&bufLimit, "conn-buffer-limit", "16m", "all connections' buffers together (queued replies, framed and unparsed input; bytes, k/m suffix; 0 = no limit; memcached -o read_buf_mem_limit=MB): above it a connection holds no reply its socket refused, and one reading a request over 16k is closed")
 	fs.StringVar(&connInput, "max-conn-input", "64m", "close a connection whose incomplete request (a value or line still arriving) exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that when not given). A client sending complete requests faster than they run is paused, not closed")
 	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose replies to one slice of requests exceed this (bytes, k/m suffix): a multi-get of many large values. A client that does not read is paused once 256k of its replies are unsent, not closed")
-	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "ignored (a warning): pool workers always write their replies to the socket themselves")
+	fs.BoolVar(&c.LoopWrites, "loop-writes", false, "pool mode: workers hand their replies back to the event loop, which writes them, instead of writing them to the socket themselves")
+	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "ignored (a warning): without --loop-writes pool workers write their replies to the socket themselves")
 
 	// Protocol and security.
 	fs.StringVarP(&c.Protocol, "protocol", "B", "auto", "binding protocol: auto, ascii or binary")
@@ -172,7 +173,7 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 		c.Warnings = append(c.Warnings, "-U: UDP is not served by tandem; TCP only")
 	}
 	if c.WorkerWrites {
-		c.Warnings = append(c.Warnings, "--worker-writes: ignored; pool workers always write their replies themselves")
+		c.Warnings = append(c.Warnings, "--worker-writes: ignored; without --loop-writes pool workers write their replies themselves")
 	}
 	if changed("unix-mask") && c.UnixSocket == "" {
 		c.Warnings = append(c.Warnings, "-a: applies to the unix socket of -s, which is not given; ignored")

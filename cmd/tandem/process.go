@@ -78,8 +78,9 @@ func raiseFileLimit(log zerolog.Logger, conns int) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return
 	}
-	// The gnet modes hold two descriptors per connection (gnet's, and the
-	// reply writer's duplicate that outlives gnet's close).
+	// The gnet modes may hold two descriptors per connection: gnet's, and
+	// the reply writer's duplicate while its socket is full or after gnet
+	// closed it with replies still to write.
 	want := 2*uint64(conns) + 64
 	if rl.Cur < want && rl.Cur < rl.Max {
 		rl.Cur = min(max(want, rl.Cur), rl.Max)

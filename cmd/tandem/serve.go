@@ -179,6 +179,7 @@ func serve(cfg *Config) int {
 		Executor:     exec,
 		Workers:      cfg.Workers,
 		ReqsPerEvent: cfg.ReqsPerEvent,
+		LoopWrites:   cfg.LoopWrites,
 		IdleTimeout:  cfg.IdleTimeout,
 		ReusePort:    cfg.ReusePort,
 		MaxOutput:    cfg.MaxConnOutput,

@@ -1,0 +1,308 @@
+package reactor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// fakeLoop stands in for a gnet loop: Execute records the runnable, and the
+// test runs it, as the loop would, with run.
+type fakeLoop struct {
+	mu      sync.Mutex
+	pending []gnet.Runnable
+	calls   int
+	err     error // Execute's error: the engine is stopping
+}
+
+func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.err != nil {
+		return l.err
+	}
+	l.pending = append(l.pending, r)
+	return nil
+}
+
+// run runs what was asked of the loop so far and reports how many runs.
+func (l *fakeLoop) run() int {
+	l.mu.Lock()
+	rs := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for _, r := range rs {
+		_ = r.Run(context.Background())
+	}
+	return len(rs)
+}
+
+// writerRig is a connection writer on one end of a socket pair, whose
+// descriptor plays gnet's; peer is the client's end.
+type writerRig struct {
+	t       *testing.T
+	w       *connWriter
+	loop    *fakeLoop
+	gnetFD  int
+	peer    *os.File
+	resumed atomic.Int32
+	limits  bufLimits
+}
+
+func newWriterRig(t *testing.T, pool bool, sndbuf int) *writerRig {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sndbuf > 0 {
+		_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, sndbuf)
+		_ = unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_RCVBUF, sndbuf)
+	}
+	r := &writerRig{t: t, loop: &fakeLoop{}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer")}
+	r.limits.highWater = 64 << 10
+	w, err := newConnWriter(fds[0], &r.limits, &loopOut{loop: r.loop}, pool, false, func() { r.resumed.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w = w
+	t.Cleanup(func() {
+		_ = r.peer.Close()
+		r.w.mu.Lock()
+		closeGnet := r.w.attached
+		r.w.mu.Unlock()
+		r.w.closeWhenDone(time.Millisecond)
+		if closeGnet {
+			_ = unix.Close(r.gnetFD)
+		}
+	})
+	return r
+}
+
+// read reads n bytes at the peer.
+func (r *writerRig) read(n int) []byte {
+	r.t.Helper()
+	_ = r.peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.peer, b); err != nil {
+		r.t.Fatalf("peer read %d bytes: %v", n, err)
+	}
+	return b
+}
+
+// state returns the writer's descriptor state.
+func (r *writerRig) state() (fd int, own, flushing, listed bool) {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	return r.w.fd, r.w.own, r.w.flushing, r.w.listed
+}
+
+// waitIdle waits until the writer has nothing queued, listed or flushing.
+func (r *writerRig) waitIdle() {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !r.w.idle(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			r.t.Fatal("the writer did not drain")
+		}
+	}
+}
+
+// TestWriterPoolRepliesGoThroughTheLoop checks that in pool mode a worker's
+// write only queues: the bytes leave on the loop's run, one run for every
+// write made before it.
+func TestWriterPoolRepliesGoThroughTheLoop(t *testing.T) {
+	r := newWriterRig(t, true, 0)
+	for _, s := range []string{"VALUE a 0 1\r\nx\r\nEND\r\n", "STORED\r\n", "DELETED\r\n"} {
+		if reuse, blocked := r.w.write([]byte(s)); blocked || len(reuse) != 0 {
+			t.Fatalf("write(%q) = %q, blocked %v", s, reuse, blocked)
+		}
+	}
+	if _, _, _, listed := r.state(); !listed {
+		t.Fatal("a pool writer with replies is not listed on its loop")
+	}
+	_ = r.peer.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if n, _ := r.peer.Read(make([]byte, 1)); n != 0 {
+		t.Fatal("a worker's write reached the socket before the loop ran")
+	}
+	if r.loop.calls != 1 {
+		t.Fatalf("%d Execute calls for three writes, want 1", r.loop.calls)
+	}
+	if n := r.loop.run(); n != 1 {
+		t.Fatalf("%d runs", n)
+	}
+	want := "VALUE a 0 1\r\nx\r\nEND\r\nSTORED\r\nDELETED\r\n"
+	if got := r.read(len(want)); string(got) != want {
+		t.Fatalf("peer got %q", got)
+	}
+	if fd, own, flushing, listed := r.state(); fd != r.gnetFD || own || flushing || listed || !r.w.idle() {
+		t.Fatalf("after the run: fd %d (gnet's %d) own %v flushing %v listed %v", fd, r.gnetFD, own, flushing, listed)
+	}
+}
+
+// TestWriterInlineWritesAtOnce checks that inline mode's executor, the
+// loop, writes on gnet's descriptor without a run or a duplicate.
+func TestWriterInlineWritesAtOnce(t *testing.T) {
+	r := newWriterRig(t, false, 0)
+	if _, blocked := r.w.write([]byte("STORED\r\n")); blocked {
+		t.Fatal("blocked")
+	}
+	if got := r.read(8); string(got) != "STORED\r\n" {
+		t.Fatalf("peer got %q", got)
+	}
+	if r.loop.calls != 0 {
+		t.Fatal("inline write asked the loop for a run")
+	}
+}
+
+// TestWriterSlowPeer checks the slow path: the socket refuses bytes, the
+// flusher takes over on a duplicate, the executor blocks past the
+// high-water mark, and once the peer reads everything the executor is
+// resumed; the duplicate is kept (a peer slow once is likely slow again:
+// no descriptor churn per slice), and later replies take the usual path.
+func TestWriterSlowPeer(t *testing.T) {
+	for _, pool := range []bool{true, false} {
+		t.Run(map[bool]string{true: "pool", false: "inline"}[pool], func(t *testing.T) {
+			r := newWriterRig(t, pool, 4<<10)
+			var want bytes.Buffer
+			blocked := false
+			for i := 0; !blocked; i++ {
+				b := bytes.Repeat([]byte{byte('a' + i%26)}, 16<<10)
+				want.Write(b)
+				_, blocked = r.w.write(b)
+				r.loop.run()
+				if i > 1000 {
+					t.Fatal("never blocked")
+				}
+			}
+			fd, own, flushing, _ := r.state()
+			if !flushing || !own || fd == r.gnetFD {
+				t.Fatalf("socket full: flushing %v own %v fd %d (gnet's %d)", flushing, own, fd, r.gnetFD)
+			}
+			if got := r.read(want.Len()); !bytes.Equal(got, want.Bytes()) {
+				t.Fatal("the peer got other bytes than were written, or out of order")
+			}
+			r.waitIdle()
+			if r.resumed.Load() != 1 {
+				t.Fatalf("resumed %d times, want 1", r.resumed.Load())
+			}
+			if fd, own, flushing, _ := r.state(); !own || fd == r.gnetFD || flushing {
+				t.Fatalf("after draining: own %v fd %d (gnet's %d) flushing %v", own, fd, r.gnetFD, flushing)
+			}
+			r.w.write([]byte("END\r\n"))
+			r.loop.run()
+			if got := r.read(5); string(got) != "END\r\n" {
+				t.Fatalf("after draining, peer got %q", got)
+			}
+			if r.limits.used.Load() != 0 {
+				t.Fatalf("%d bytes still counted", r.limits.used.Load())
+			}
+		})
+	}
+}
+
+// TestWriterLeave checks a close with replies not yet written (a half-closed
+// peer): leave takes a duplicate before gnet closes its descriptor, the
+// flusher writes what was listed for the loop, the executor's later
+// replies follow in order, and closeWhenDone ends the stream with EOF.
+func TestWriterLeave(t *testing.T) {
+	r := newWriterRig(t, true, 0)
+	r.w.write([]byte("one\r\n"))
+	r.w.leave()
+	_ = unix.Close(r.gnetFD) // gnet closes its descriptor after OnClose
+	fd, own, _, _ := r.state()
+	if !own || fd == r.gnetFD {
+		t.Fatalf("after leave: own %v fd %d", own, fd)
+	}
+	r.loop.run() // the run asked for before the close finds the flusher on it
+	r.w.write([]byte("two\r\n"))
+	r.w.closeWhenDone(time.Second)
+	if got := r.read(10); string(got) != "one\r\ntwo\r\n" {
+		t.Fatalf("peer got %q", got)
+	}
+	_ = r.peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := r.peer.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("after the last reply: %d bytes, %v; want EOF", n, err)
+	}
+}
+
+// TestWriterLeaveAfterAbort checks that a connection the server closed
+// takes no duplicate: its replies are dropped.
+func TestWriterLeaveAfterAbort(t *testing.T) {
+	r := newWriterRig(t, true, 0)
+	r.w.write([]byte("dropped\r\n"))
+	r.w.abort()
+	r.w.leave()
+	_ = unix.Close(r.gnetFD)
+	r.loop.run()
+	r.waitIdle()
+	if fd, own, _, _ := r.state(); own || fd != -1 {
+		t.Fatalf("after abort and leave: own %v fd %d", own, fd)
+	}
+	if _, err := r.w.push([]byte("x")); err == nil {
+		t.Fatal("push after abort succeeded")
+	}
+}
+
+// TestWriterEngineStopped checks that replies listed when the loop refuses
+// runs (the engine is stopping) are dropped and a blocked executor resumed.
+func TestWriterEngineStopped(t *testing.T) {
+	r := newWriterRig(t, true, 0)
+	r.loop.err = errors.New("engine stopping")
+	if _, blocked := r.w.write(make([]byte, 100<<10)); !blocked {
+		t.Fatal("100 KiB over a 64 KiB high-water mark did not block")
+	}
+	if !r.w.idle() || r.resumed.Load() != 1 || r.limits.used.Load() != 0 {
+		t.Fatalf("idle %v, resumed %d, %d bytes counted", r.w.idle(), r.resumed.Load(), r.limits.used.Load())
+	}
+}
+
+// TestWriterPushGoesThroughTheLoop checks that a pushed line (watch) of an
+// open connection is written by its loop in both modes.
+func TestWriterPushGoesThroughTheLoop(t *testing.T) {
+	r := newWriterRig(t, false, 0)
+	if n, err := r.w.push([]byte("ts=1 gid=1\n")); err != nil || n != 11 {
+		t.Fatalf("push = %d, %v", n, err)
+	}
+	r.loop.run()
+	if got := r.read(11); string(got) != "ts=1 gid=1\n" {
+		t.Fatalf("peer got %q", got)
+	}
+}
+
+// TestWriterWorkerWrites checks pool mode's worker writes: the writer owns a
+// duplicate from the start, a worker's write reaches the socket at once, and
+// the duplicate is kept after a slow peer drained (gnet may close its own
+// descriptor at any time while a worker writes).
+func TestWriterWorkerWrites(t *testing.T) {
+	r := newWriterRig(t, true, 4<<10)
+	w, err := newConnWriter(r.gnetFD, &r.limits, &loopOut{loop: r.loop}, true, true, func() { r.resumed.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.w.closeWhenDone(0)
+	r.w = w
+	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD {
+		t.Fatalf("at open: own %v fd %d (gnet's %d)", own, fd, r.gnetFD)
+	}
+	r.w.write([]byte("STORED\r\n"))
+	if got := r.read(8); string(got) != "STORED\r\n" || r.loop.calls != 0 {
+		t.Fatalf("peer got %q; %d loop runs asked", got, r.loop.calls)
+	}
+	big := bytes.Repeat([]byte("x"), 256<<10)
+	r.w.write(big)
+	r.read(len(big))
+	r.waitIdle()
+	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD || r.loop.calls != 0 {
+		t.Fatalf("after a drain: own %v fd %d; %d loop runs asked", own, fd, r.loop.calls)
+	}
+}
