@@ -117,7 +117,7 @@ func loadForRestart(t *testing.T, addr string) []string {
 			if err := mc.CompareAndSwap(it); err != nil {
 				t.Fatalf("cas %s: %v", key, err)
 			}
-		case i%7 == 5:
+		case i%7 == 5 && i%6 != 2: // (an item of 2 s may be gone already on a loaded machine)
 			if err := mc.Append(&memcache.Item{Key: key, Value: []byte("-appended")}); err != nil {
 				t.Fatalf("append %s: %v", key, err)
 			}
