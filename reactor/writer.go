@@ -387,27 +387,44 @@ func (w *connWriter) clearIOV() {
 func (w *connWriter) consumeLocked(n int) {
 	w.queued -= n
 	w.limits.add(-n)
+	done := 0 // buffers written whole
 	for n > 0 {
-		rest := len(w.queue[0]) - w.off
+		rest := len(w.queue[done]) - w.off
 		if n < rest {
 			w.off += n
-			return
+			break
 		}
 		n -= rest
-		w.recycleLocked(w.queue[0])
-		w.queue[0] = nil
-		w.queue = w.queue[1:]
+		w.recycleLocked(w.queue[done])
+		done++
 		w.off = 0
 	}
-	if len(w.queue) == 0 {
-		w.queue = nil
+	if done > 0 {
+		// Move the rest to the front, keeping the vector's array: a
+		// connection that queues one reply at a time allocates none.
+		left := copy(w.queue, w.queue[done:])
+		clear(w.queue[left:])
+		w.queue = w.queue[:left]
+		w.shrinkQueueLocked()
 	}
 }
 
 // dropLocked discards whatever is queued (the peer is gone).
 func (w *connWriter) dropLocked() {
 	w.limits.add(-w.queued)
-	w.queue, w.off, w.queued = nil, 0, 0
+	clear(w.queue)
+	w.queue, w.off, w.queued = w.queue[:0], 0, 0
+	w.shrinkQueueLocked()
+}
+
+// maxKeptQueue bounds the queue vector kept for reuse once empty (a burst of
+// pushed lines may have grown it).
+const maxKeptQueue = 64
+
+func (w *connWriter) shrinkQueueLocked() {
+	if len(w.queue) == 0 && cap(w.queue) > maxKeptQueue {
+		w.queue = nil
+	}
 }
 
 func (w *connWriter) recycleLocked(b []byte) {
