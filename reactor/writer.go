@@ -16,7 +16,7 @@ import (
 // replies, one goroutine at a time. Who writes them to the socket:
 //
 //   - pool mode (the default): the worker running the connection, at once,
-//     on a duplicate of the socket taken at open (keepOwn), which gnet
+//     on a duplicate of the socket taken at open, which gnet
 //     cannot close under it.
 //   - pool mode with LoopWrites, while gnet has the connection open: its
 //     event loop. write queues the replies and lists the writer on the
@@ -48,9 +48,8 @@ type connWriter struct {
 	resume func()   // called without locks held when a blocked executor may go on
 	out    *loopOut // the connection's event loop's writer list
 	// viaLoop: executors hand replies to the loop while attached (pool
-	// mode); keepOwn: the executors write on an own duplicate taken at open,
-	// attached too (pool mode without LoopWrites).
-	viaLoop, keepOwn bool
+	// mode with LoopWrites).
+	viaLoop bool
 
 	mu       sync.Mutex
 	fd       int      // guarded by mu: the descriptor written: gnet's while attached and not own, -1 when none
@@ -93,8 +92,8 @@ func (l *bufLimits) over() bool { return l.limit > 0 && l.used.Load() > l.limit 
 // duplicate of fd taken here, which gnet cannot close under them.
 func newConnWriter(fd int, limits *bufLimits, out *loopOut, pool, workerWrites bool, resume func()) (*connWriter, error) {
 	w := &connWriter{fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume,
-		viaLoop: pool && !workerWrites, keepOwn: pool && workerWrites}
-	if w.keepOwn && !w.ownLocked() {
+		viaLoop: pool && !workerWrites}
+	if pool && workerWrites && !w.ownLocked() {
 		return nil, errors.New("reactor: cannot duplicate the connection's descriptor for its writer")
 	}
 	return w, nil

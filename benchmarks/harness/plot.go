@@ -142,20 +142,15 @@ func throughputLines(path, title string, sc *Scenario, rows []*Row, phase, group
 		if s.Len() == 0 {
 			continue
 		}
-		line, pts, err := plotter.NewLinePoints(s)
-		if err != nil {
+		if err := addSeries(p, i, t, s); err != nil {
 			return err
 		}
-		line.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
-		pts.Shape = plotutil.Shape(i)
 		eb, err := plotter.NewYErrorBars(s)
 		if err != nil {
 			return err
 		}
 		eb.Color = plotutil.Color(i)
-		p.Add(line, pts, eb)
-		p.Legend.Add(t, line, pts)
+		p.Add(eb)
 		lines++
 	}
 	p.Y.Min = 0

@@ -82,7 +82,7 @@ func xyLines(path string, rows []*Row, xy XYPlot) error {
 
 // addSeries adds pts to p as line i with its marks, in plotutil's i-th colour, dashes and shape,
 // under name in the legend.
-func addSeries(p *plot.Plot, i int, name string, pts plotter.XYs) error {
+func addSeries(p *plot.Plot, i int, name string, pts plotter.XYer) error {
 	line, marks, err := plotter.NewLinePoints(pts)
 	if err != nil {
 		return err
