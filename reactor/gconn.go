@@ -106,7 +106,7 @@ const closeLinger = 10 * time.Second
 func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w, err := newConnWriter(gc.fd, &s.limits, s.outOf(c.EventLoop()), s.pool, !s.cfg.LoopWrites, gc.resumeFromWriter)
+	w, err := newConnWriter(gc.fd, &s.limits, s.outOf(c.EventLoop()), s.pool, s.cfg.WorkerWrites, gc.resumeFromWriter)
 	if err != nil {
 		gc.sess.Close()
 		return nil, err

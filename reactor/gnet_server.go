@@ -200,6 +200,9 @@ func (s *gnetServer) boundAddr(eng gnet.Engine, configured string) net.Addr {
 
 // OnOpen enforces the connection limit and attaches the connection state.
 func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if _, ok := c.Context().(*loopOut); ok {
+		return nil, gnet.None // a loop's doorbell (loopout.go), not a client
+	}
 	if s.stopping.Load() {
 		return nil, gnet.Close
 	}
@@ -235,6 +238,9 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	gc, ok := c.Context().(*gconn)
 	if !ok {
+		if lo, ok := c.Context().(*loopOut); ok {
+			lo.bellClosed()
+		}
 		return gnet.None
 	}
 	s.curr.Add(-1)
@@ -260,6 +266,11 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	gc, ok := c.Context().(*gconn)
 	if !ok {
+		if lo, ok := c.Context().(*loopOut); ok {
+			_, _ = c.Discard(-1)
+			_ = lo.Run(nil)
+			return gnet.None
+		}
 		return gnet.Close
 	}
 	gc.lastActive.Store(s.cfg.activityNow()) // idle timeout and stats conns

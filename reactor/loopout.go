@@ -2,31 +2,64 @@ package reactor
 
 import (
 	"context"
+	"net"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 )
 
 // loopOut is one event loop's list of connection writers with replies for
 // it to write (pool mode: the workers hand their replies back to the loop;
 // both modes: pushed lines). The first writer listed since the loop's last
-// run asks the loop for a run with one Execute; that run writes every
-// writer listed until it starts, so one wake-up of the loop carries the
-// replies of every worker that finished meanwhile.
+// run asks the loop for a run; that run writes every writer listed until it
+// starts, so one wake-up of the loop carries the replies of every worker
+// that finished meanwhile.
+//
+// The ask is a byte written to the loop's doorbell: one end of a socket
+// pair whose other end the loop serves as a connection of its own (gnet's
+// Enroll), so that the run is that connection's OnTraffic. gnet's Execute
+// would do the same with a task queued on the loop, but it allocates a
+// closure and a queue node per call, two allocations per request at one
+// connection; the doorbell allocates nothing. Until the loop has its
+// doorbell (it is enrolled in the background when the loop opens its first
+// connection) and after it closed it (the engine stops), Execute asks.
 type loopOut struct {
 	loop  executor
 	mu    sync.Mutex
 	ready []*connWriter // guarded by mu
 	armed bool          // guarded by mu: a run is asked for and has not started
 	spare []*connWriter // guarded by mu: the list the last run wrote, for reuse
+
+	bellMu sync.RWMutex
+	bell   int  // guarded by bellMu: the doorbell's end rung from outside the loop, when rings
+	rings  bool // guarded by bellMu: bell is open
+	gone   bool // guarded by bellMu: gnet closed the doorbell's other end
 }
 
-// outRunBytes is what one run writes before the next waits for a timer.
+// outRunBytes is what one run writes before it lets the loop poll its
+// sockets.
 const outRunBytes = 512 << 10
 
-// rearm asks the loop for another run (a run that left writers listed).
+// bellByte is what a ring writes.
+var bellByte = []byte{1}
+
+// rearm asks the loop for another run.
 func (lo *loopOut) rearm() {
+	lo.bellMu.RLock()
+	if lo.rings {
+		_, err := unix.Write(lo.bell, bellByte)
+		lo.bellMu.RUnlock()
+		// EAGAIN: earlier rings fill the socket, which the loop has
+		// yet to read; it runs when it does.
+		if err == nil || err == unix.EAGAIN {
+			return
+		}
+	} else {
+		lo.bellMu.RUnlock()
+	}
 	if err := lo.loop.Execute(context.Background(), lo); err != nil {
 		// The engine is stopping: it closes every connection without
 		// another run. Shutdown drained them all before it stopped the
@@ -42,12 +75,21 @@ func (lo *loopOut) rearm() {
 	}
 }
 
+// hasBell reports whether rings reach the loop through its doorbell.
+func (lo *loopOut) hasBell() bool {
+	lo.bellMu.RLock()
+	defer lo.bellMu.RUnlock()
+	return lo.rings
+}
+
 // executor is what loopOut needs of its event loop (gnet.EventLoop).
 type executor interface {
 	Execute(ctx context.Context, runnable gnet.Runnable) error
 }
 
-// outOf returns the writer list of loop.
+// outOf returns the writer list of loop, starting to enroll its doorbell
+// when it is new and the loop writes pool mode's replies (elsewhere the list
+// carries only pushed lines, rare enough for Execute).
 func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
 	s.loopsMu.Lock()
 	defer s.loopsMu.Unlock()
@@ -58,8 +100,60 @@ func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
 			s.outs = make(map[gnet.EventLoop]*loopOut)
 		}
 		s.outs[loop] = lo
+		if s.pool && !s.cfg.WorkerWrites {
+			go s.enrollBell(loop, lo) // replies go through the loop
+		}
 	}
 	return lo
+}
+
+// enrollBell gives loop its doorbell: a socket pair, one end enrolled in
+// the loop (OnOpen recognizes it by its context, lo), the other kept in lo
+// for rings. On failure lo keeps asking with Execute.
+func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
+		return
+	}
+	f := os.NewFile(uintptr(fds[1]), "tandem-doorbell")
+	nc, err := net.FileConn(f) // a duplicate; gnet enrolls a duplicate of that and closes nc
+	_ = f.Close()
+	var res gnet.RegisteredResult
+	if err == nil {
+		var ch <-chan gnet.RegisteredResult
+		if ch, err = loop.Enroll(gnet.NewContext(context.Background(), lo), nc); err == nil {
+			res = <-ch
+			err = res.Err
+		} else {
+			_ = nc.Close()
+		}
+	}
+	if err != nil {
+		_ = unix.Close(fds[0])
+		if !s.stopping.Load() {
+			s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
+		}
+		return
+	}
+	lo.bellMu.Lock()
+	if lo.gone {
+		_ = unix.Close(fds[0]) // closed by the engine's stop already
+	} else {
+		lo.bell, lo.rings = fds[0], true
+	}
+	lo.bellMu.Unlock()
+}
+
+// bellClosed lets go of the doorbell: gnet closed its end (the engine stops).
+func (lo *loopOut) bellClosed() {
+	lo.bellMu.Lock()
+	if lo.rings {
+		_ = unix.Close(lo.bell)
+		lo.rings = false
+	}
+	lo.gone = true
+	lo.bellMu.Unlock()
 }
 
 // add lists w for the loop's next run (w.listed is set), asking for a run
@@ -76,16 +170,17 @@ func (lo *loopOut) add(w *connWriter) {
 	lo.rearm()
 }
 
-// Run writes the listed writers' queues, on the loop (gnet.Runnable).
+// Run writes the listed writers' queues, on the loop (the doorbell's
+// OnTraffic, or gnet.Runnable).
 //
 // Writers holding a reply or two go first, so that a client waiting for one
 // reply does not wait behind clients that pipeline bulk output. A run writes
-// up to outRunBytes: gnet runs the tasks queued while it runs tasks in the
-// same pass, before it polls its sockets again, so a run that asked for the
-// next one at once would keep the loop from reading for as long as workers
-// have bulk output to hand it. Past the budget the next run waits for a
-// timer (yield.go's yieldDelay), by which time the loop has polled its
-// sockets; writers not reached keep their place at the head of the list.
+// up to outRunBytes, then asks for the next run and returns: rung by the
+// doorbell, that run comes after the loop polled its sockets again. gnet
+// runs the tasks queued while it runs tasks in the same pass, though, so
+// without the doorbell the next run waits for a timer (yield.go's
+// yieldDelay) instead, by which time the loop has polled its sockets.
+// Writers not reached keep their place at the head of the list.
 func (lo *loopOut) Run(context.Context) error {
 	lo.mu.Lock()
 	ws := lo.ready
@@ -123,7 +218,7 @@ func (lo *loopOut) Run(context.Context) error {
 	lo.armed = more
 	lo.mu.Unlock()
 	switch {
-	case later:
+	case later && !lo.hasBell():
 		time.AfterFunc(yieldDelay, lo.rearm)
 	case more:
 		lo.rearm()

@@ -136,7 +136,7 @@ var variants = []struct {
 }{
 	{"pool", ModePool, nil},
 	{"pool-t1-w1", ModePool, func(c *Config) { c.Loops, c.Workers = 1, 1 }},
-	{"pool-loop-writes", ModePool, func(c *Config) { c.LoopWrites = true }},
+	{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
 	{"inline", ModeInline, nil},
 	{"goroutine", ModeGoroutine, nil},
 }

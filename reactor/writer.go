@@ -15,13 +15,13 @@ import (
 // Whoever executes the connection's requests calls write with each run of
 // replies, one goroutine at a time. Who writes them to the socket:
 //
-//   - pool mode (the default): the worker running the connection, at once,
-//     on a duplicate of the socket taken at open, which gnet
-//     cannot close under it.
-//   - pool mode with LoopWrites, while gnet has the connection open: its
+//   - pool mode (the default), while gnet has the connection open: its
 //     event loop. write queues the replies and lists the writer on the
 //     loop's loopOut; the loop's next run writes every listed connection's
 //     queue (loopout.go). The workers make no socket calls.
+//   - pool mode with WorkerWrites: the worker running the connection, at
+//     once, on a duplicate of the socket taken at open, which gnet cannot
+//     close under it.
 //   - inline mode, while open: the executor is the loop itself, which writes
 //     at once on gnet's descriptor.
 //   - when the socket refuses bytes (the peer does not keep up), a flusher
@@ -48,7 +48,7 @@ type connWriter struct {
 	resume func()   // called without locks held when a blocked executor may go on
 	out    *loopOut // the connection's event loop's writer list
 	// viaLoop: executors hand replies to the loop while attached (pool
-	// mode with LoopWrites).
+	// mode without WorkerWrites).
 	viaLoop bool
 
 	mu       sync.Mutex

@@ -176,9 +176,8 @@ func manyThreads(p Profile) Scenario {
 
 // FairnessTargets are scenario 5's targets: the machinery cost at -t 1
 // (inline against pool with one worker) and every mode at -t 2. Pool mode's
-// workers write their replies themselves by default since 8d35ab4, which
-// ignores --worker-writes, so that target is gone; --loop-writes is measured
-// with a wrapper binary (docs/benchmarks.md, "Replies through the loop").
+// --worker-writes is measured with a wrapper binary (docs/benchmarks.md,
+// "Replies through the loop").
 func FairnessTargets() []Target {
 	return []Target{
 		TandemTarget("inline", 1, 0), TandemTarget("pool", 1, 1), MemcachedTarget(1),

@@ -39,8 +39,8 @@ type Config struct {
 	ReqsPerEvent     int
 	IdleTimeout      time.Duration
 	ReusePort        bool
-	WorkerWrites     bool
-	LoopWrites       bool
+	WorkerWrites     bool  // pool workers write their replies themselves
+	LoopWrites       bool  // accepted and ignored: the default since #25
 	MaxConnOutput    int   // per-connection cap on unsent replies, bytes
 	MaxConnInput     int   // per-connection cap on an incomplete request, bytes
 	BufferLimit      int64 // all connections' buffers together, bytes; -1 = no limit

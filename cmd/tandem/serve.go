@@ -179,7 +179,7 @@ func serve(cfg *Config) int {
 		Executor:     exec,
 		Workers:      cfg.Workers,
 		ReqsPerEvent: cfg.ReqsPerEvent,
-		LoopWrites:   cfg.LoopWrites,
+		WorkerWrites: cfg.WorkerWrites,
 		IdleTimeout:  cfg.IdleTimeout,
 		ReusePort:    cfg.ReusePort,
 		MaxOutput:    cfg.MaxConnOutput,
