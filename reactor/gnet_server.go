@@ -200,8 +200,9 @@ func (s *gnetServer) boundAddr(eng gnet.Engine, configured string) net.Addr {
 
 // OnOpen enforces the connection limit and attaches the connection state.
 func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	if _, ok := c.Context().(*loopOut); ok {
-		return nil, gnet.None // a loop's doorbell (loopout.go), not a client
+	if lo, ok := c.Context().(*loopOut); ok {
+		lo.bellOpened() // a loop's doorbell (loopout.go), not a client
+		return nil, gnet.None
 	}
 	if s.stopping.Load() {
 		return nil, gnet.Close

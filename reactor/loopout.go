@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"sync"
@@ -35,8 +36,8 @@ type loopOut struct {
 
 	bellMu sync.RWMutex
 	bell   int  // guarded by bellMu: the doorbell's end rung from outside the loop, when rings
-	rings  bool // guarded by bellMu: bell is open
-	gone   bool // guarded by bellMu: gnet closed the doorbell's other end
+	rings  bool // guarded by bellMu: the loop opened the doorbell; rings go to bell
+	gone   bool // guarded by bellMu: the doorbell is closed, or will never open
 }
 
 // outRunBytes is what one run writes before it lets the loop poll its
@@ -108,39 +109,49 @@ func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
 }
 
 // enrollBell gives loop its doorbell: a socket pair, one end enrolled in
-// the loop (OnOpen recognizes it by its context, lo), the other kept in lo
-// for rings. On failure lo keeps asking with Execute.
+// the loop, the other kept in lo for rings from the moment the loop opens
+// its end (OnOpen recognizes it by its context, lo, and calls bellOpened:
+// gnet answers an enrollment whose registration failed without an error).
+// Until then, or on failure, lo asks with Execute.
 func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
 		return
 	}
+	lo.bellMu.Lock()
+	lo.bell = fds[0]
+	lo.bellMu.Unlock()
 	f := os.NewFile(uintptr(fds[1]), "tandem-doorbell")
 	nc, err := net.FileConn(f) // a duplicate; gnet enrolls a duplicate of that and closes nc
 	_ = f.Close()
-	var res gnet.RegisteredResult
 	if err == nil {
 		var ch <-chan gnet.RegisteredResult
 		if ch, err = loop.Enroll(gnet.NewContext(context.Background(), lo), nc); err == nil {
-			res = <-ch
-			err = res.Err
+			err = (<-ch).Err
 		} else {
 			_ = nc.Close()
 		}
 	}
-	if err != nil {
-		_ = unix.Close(fds[0])
-		if !s.stopping.Load() {
-			s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
-		}
-		return
-	}
 	lo.bellMu.Lock()
-	if lo.gone {
-		_ = unix.Close(fds[0]) // closed by the engine's stop already
-	} else {
-		lo.bell, lo.rings = fds[0], true
+	if !lo.rings && !lo.gone {
+		_ = unix.Close(fds[0]) // never opened by the loop: no ring could reach it
+		lo.gone = true
+		if err == nil {
+			err = errors.New("the event loop did not open it")
+		}
+	}
+	lo.bellMu.Unlock()
+	if err != nil && !s.stopping.Load() {
+		s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
+	}
+}
+
+// bellOpened makes rings go to the doorbell: the loop opened its end.
+func (lo *loopOut) bellOpened() {
+	lo.bellMu.Lock()
+	if !lo.gone {
+		lo.rings = true
 	}
 	lo.bellMu.Unlock()
 }

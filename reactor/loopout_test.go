@@ -2,11 +2,16 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
 )
 
 // TestLoopDoorbell checks pool mode's reply path through the loop: every
@@ -94,4 +99,74 @@ func TestLoopDoorbell(t *testing.T) {
 			t.Error("a doorbell is still open after the engine stopped")
 		}
 	}
+}
+
+// enrollLoop is a gnet.EventLoop whose Enroll fails (err) or answers
+// without ever opening the connection, as gnet does when the loop cannot
+// register it.
+type enrollLoop struct {
+	*fakeLoop
+	err error
+}
+
+func (l enrollLoop) Register(context.Context, net.Addr) (<-chan gnet.RegisteredResult, error) {
+	return nil, errors.New("not used")
+}
+
+func (l enrollLoop) Enroll(_ context.Context, c net.Conn) (<-chan gnet.RegisteredResult, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	_ = c.Close()
+	ch := make(chan gnet.RegisteredResult, 1)
+	ch <- gnet.RegisteredResult{}
+	return ch, nil
+}
+
+func (l enrollLoop) Schedule(context.Context, gnet.Runnable, time.Duration) error { return nil }
+func (l enrollLoop) Close(gnet.Conn) error                                        { return nil }
+
+// TestLoopDoorbellNotOpened checks that a loop whose doorbell could not be
+// enrolled, or was never opened, is asked with Execute and that no
+// descriptor is left behind.
+func TestLoopDoorbellNotOpened(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"enroll refused", errors.New("engine in shutdown")},
+		{"never opened", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fds := openFDs(t)
+			s := newGnetServer(Config{Logger: zerolog.Nop()})
+			loop := enrollLoop{fakeLoop: &fakeLoop{}, err: tc.err}
+			lo := &loopOut{loop: loop}
+			s.enrollBell(loop, lo)
+			if lo.hasBell() {
+				t.Fatal("rings go to a doorbell the loop never opened")
+			}
+			lo.bellOpened() // too late: must not revive it
+			if lo.hasBell() {
+				t.Fatal("a doorbell given up on was revived")
+			}
+			lo.rearm()
+			if loop.calls != 1 {
+				t.Errorf("%d Execute calls, want 1", loop.calls)
+			}
+			if now := openFDs(t); now != fds {
+				t.Errorf("%d descriptors open, %d before", now, fds)
+			}
+		})
+	}
+}
+
+// openFDs counts the process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	return len(ents)
 }
