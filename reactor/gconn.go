@@ -380,7 +380,16 @@ func (gc *gconn) frame() gnet.Action {
 		// processor now (it is next on it), so the reply does not wait
 		// for the loop to finish its turn. With one processor (a server
 		// pinned to one core) this takes a third off the round trip.
+		// With replies through the loop, the worker's reply is then
+		// usually listed before the loop goes on: the loop writes it
+		// here, without a ring of its doorbell (loopOut.enter).
+		if gc.w.viaLoop {
+			gc.w.out.enter()
+		}
 		runtime.Gosched()
+		if gc.w.viaLoop {
+			gc.w.out.leave()
+		}
 	}
 	// Framing stopped at the batch's limit: what is left stays in gnet's
 	// buffer, and reads pause only once that holds the high-water mark too

@@ -32,6 +32,7 @@ type loopOut struct {
 	mu    sync.Mutex
 	ready []*connWriter // guarded by mu
 	armed bool          // guarded by mu: a run is asked for and has not started
+	busy  bool          // guarded by mu: the loop yields to a worker and runs the list after (see enter)
 	spare []*connWriter // guarded by mu: the list the last run wrote, for reuse
 
 	bellMu sync.RWMutex
@@ -168,17 +169,43 @@ func (lo *loopOut) bellClosed() {
 }
 
 // add lists w for the loop's next run (w.listed is set), asking for a run
-// unless one is asked for already. Safe from any goroutine.
+// unless one is asked for already or the loop will run the list in leave.
+// Safe from any goroutine.
 func (lo *loopOut) add(w *connWriter) {
 	lo.mu.Lock()
 	lo.ready = append(lo.ready, w)
-	arm := !lo.armed
-	lo.armed = true
+	arm := !lo.armed && !lo.busy
+	lo.armed = lo.armed || arm
 	lo.mu.Unlock()
 	if !arm {
 		return
 	}
 	lo.rearm()
+}
+
+// enter and leave bracket the loop's yield to a worker it just started
+// (gconn.frame), on the loop. The worker, next on the loop's processor,
+// usually has its reply listed before the loop goes on: then no ring is
+// needed (it would cost a write, a return from epoll_wait and a read), the
+// loop writes the reply in leave. Only that window is bracketed: around
+// every OnTraffic the lock traffic cost 10% more CPU per request at 200
+// connections.
+func (lo *loopOut) enter() {
+	lo.mu.Lock()
+	lo.busy = true
+	lo.mu.Unlock()
+}
+
+// leave runs what was listed since enter with no run asked for.
+func (lo *loopOut) leave() {
+	lo.mu.Lock()
+	lo.busy = false
+	run := len(lo.ready) > 0 && !lo.armed
+	lo.armed = lo.armed || run
+	lo.mu.Unlock()
+	if run {
+		_ = lo.Run(nil)
+	}
 }
 
 // Run writes the listed writers' queues, on the loop (the doorbell's

@@ -306,3 +306,33 @@ func TestWriterWorkerWrites(t *testing.T) {
 		t.Fatalf("after a drain: own %v fd %d; %d loop runs asked", own, fd, r.loop.calls)
 	}
 }
+
+// TestWriterListedWhileLoopBusy checks that a reply listed while its loop is
+// in OnTraffic (loopOut.enter) asks for no run: the loop writes it as it
+// leaves; after that, a reply asks for a run again.
+func TestWriterListedWhileLoopBusy(t *testing.T) {
+	r := newWriterRig(t, true, 0)
+	lo := r.w.out
+	lo.enter()
+	if _, blocked := r.w.write([]byte("STORED\r\n")); blocked {
+		t.Fatal("blocked")
+	}
+	if r.loop.calls != 0 {
+		t.Fatalf("%d runs asked for while the loop was in OnTraffic, want 0", r.loop.calls)
+	}
+	lo.leave()
+	if got := string(r.read(8)); got != "STORED\r\n" {
+		t.Fatalf("peer read %q", got)
+	}
+	r.waitIdle()
+	if _, blocked := r.w.write([]byte("DELETED\r\n")); blocked {
+		t.Fatal("blocked")
+	}
+	if r.loop.calls != 1 {
+		t.Fatalf("%d runs asked for after the loop left OnTraffic, want 1", r.loop.calls)
+	}
+	r.loop.run()
+	if got := string(r.read(9)); got != "DELETED\r\n" {
+		t.Fatalf("peer read %q", got)
+	}
+}
