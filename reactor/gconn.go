@@ -383,12 +383,12 @@ func (gc *gconn) frame() gnet.Action {
 		// With replies through the loop, the worker's reply is then
 		// usually listed before the loop goes on: the loop writes it
 		// here, without a ring of its doorbell (loopOut.enter).
-		if gc.w.viaLoop {
-			gc.w.out.enter()
-		}
-		runtime.Gosched()
-		if gc.w.viaLoop {
-			gc.w.out.leave()
+		if lo := gc.w.out; gc.w.viaLoop {
+			lo.enter()
+			runtime.Gosched()
+			lo.leave()
+		} else {
+			runtime.Gosched()
 		}
 	}
 	// Framing stopped at the batch's limit: what is left stays in gnet's

@@ -115,10 +115,18 @@ func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
 // gnet answers an enrollment whose registration failed without an error).
 // Until then, or on failure, lo asks with Execute.
 func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
+	err := enroll(loop, lo)
+	if err != nil && !s.stopping.Load() {
+		s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
+	}
+}
+
+// enroll makes the socket pair and enrolls its far end in loop; lo keeps
+// the near end until the loop opened the far one or it gave up.
+func enroll(loop gnet.EventLoop, lo *loopOut) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
-		return
+		return err
 	}
 	lo.bellMu.Lock()
 	lo.bell = fds[0]
@@ -135,6 +143,7 @@ func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
 		}
 	}
 	lo.bellMu.Lock()
+	defer lo.bellMu.Unlock()
 	if !lo.rings && !lo.gone {
 		_ = unix.Close(fds[0]) // never opened by the loop: no ring could reach it
 		lo.gone = true
@@ -142,10 +151,7 @@ func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
 			err = errors.New("the event loop did not open it")
 		}
 	}
-	lo.bellMu.Unlock()
-	if err != nil && !s.stopping.Load() {
-		s.log.Warn().Err(err).Msg("no doorbell for an event loop; replies wake it through gnet's task queue")
-	}
+	return err
 }
 
 // bellOpened makes rings go to the doorbell: the loop opened its end.
