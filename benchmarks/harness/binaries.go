@@ -41,24 +41,37 @@ func BuildTandem(ctx context.Context, repo, dir string) (string, error) {
 // and install is set and the harness runs as root, it installs the Debian
 // package first (progress goes to log).
 func FindMemcached(ctx context.Context, install bool, log io.Writer) (string, error) {
-	if p, err := exec.LookPath("memcached"); err == nil {
+	return findOrInstall(ctx, "memcached", "memcached", install, log)
+}
+
+// FindMemcslap returns the path of libmemcached's memcslap, installing
+// Debian's libmemcached-tools as FindMemcached installs memcached.
+func FindMemcslap(ctx context.Context, install bool, log io.Writer) (string, error) {
+	return findOrInstall(ctx, "memcslap", "libmemcached-tools", install, log)
+}
+
+// findOrInstall returns the path of bin, from PATH or /usr/bin, installing
+// the Debian package pkg when it is missing, install is set and the harness
+// runs as root.
+func findOrInstall(ctx context.Context, bin, pkg string, install bool, log io.Writer) (string, error) {
+	if p, err := exec.LookPath(bin); err == nil {
 		return p, nil
 	}
-	if p := "/usr/bin/memcached"; fileExists(p) {
+	if p := "/usr/bin/" + bin; fileExists(p) {
 		return p, nil
 	}
 	if !install {
-		return "", fmt.Errorf("%w: memcached is not installed (apt-get install -y memcached)", ErrUnavailable)
+		return "", fmt.Errorf("%w: %s is not installed (apt-get install -y %s)", ErrUnavailable, bin, pkg)
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%w: memcached is not installed and the harness is not root: "+
-			"run `sudo apt-get install -y memcached`", ErrUnavailable)
+		return "", fmt.Errorf("%w: %s is not installed and the harness is not root: "+
+			"run `sudo apt-get install -y %s`", ErrUnavailable, bin, pkg)
 	}
-	fmt.Fprintln(log, "harness: memcached missing: apt-get install -y memcached")
+	fmt.Fprintf(log, "harness: %s missing: apt-get install -y %s\n", bin, pkg)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	install1 := func() error {
-		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "memcached")
+		cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", pkg)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = log, log
 		return cmd.Run()
@@ -68,13 +81,13 @@ func FindMemcached(ctx context.Context, install bool, log io.Writer) (string, er
 		upd.Stdout, upd.Stderr = log, log
 		_ = upd.Run()
 		if err := install1(); err != nil {
-			return "", fmt.Errorf("%w: apt-get install memcached: %v", ErrUnavailable, err)
+			return "", fmt.Errorf("%w: apt-get install %s: %v", ErrUnavailable, pkg, err)
 		}
 	}
-	if p, err := exec.LookPath("memcached"); err == nil {
+	if p, err := exec.LookPath(bin); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w: memcached still missing after apt-get install", ErrUnavailable)
+	return "", fmt.Errorf("%w: %s still missing after apt-get install %s", ErrUnavailable, bin, pkg)
 }
 
 func fileExists(p string) bool {

@@ -113,6 +113,7 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 		for _, t := range o.targetsFor(&scs[i]) {
 			needed[t.Kind] = true
 		}
+		needed[clientMemcslap] = needed[clientMemcslap] || usesMemcslap(&scs[i])
 	}
 	bins, unavailable := o.prepare(ctx, needed)
 
@@ -122,7 +123,11 @@ func Run(ctx context.Context, o Options) ([]*Report, error) {
 		sc := &scs[i]
 		var targets []TargetStatus
 		for _, t := range o.targetsFor(sc) {
-			targets = append(targets, TargetStatus{Target: t, Skipped: unavailable[t.Kind]})
+			skip := unavailable[t.Kind]
+			if skip == "" && usesMemcslap(sc) {
+				skip = unavailable[clientMemcslap]
+			}
+			targets = append(targets, TargetStatus{Target: t, Skipped: skip})
 		}
 		fmt.Fprintf(o.Log, "=== %s (%s profile, %d repetition(s), %d targets)\n", sc.Title, o.Profile, o.reps(), len(targets))
 		start := time.Now()
@@ -222,6 +227,13 @@ func (o *Options) prepare(ctx context.Context, needed map[string]bool) (bins, un
 			loud(KindMemcached, err)
 		} else {
 			bins[KindMemcached] = p
+		}
+	}
+	if needed[clientMemcslap] {
+		if p, err := FindMemcslap(ctx, o.InstallMemcached, o.Log); err != nil {
+			loud(clientMemcslap, err)
+		} else {
+			bins[clientMemcslap] = p
 		}
 	}
 	return bins, unavailable

@@ -147,6 +147,8 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 		err = r.slowReader(ctx, srv, *ph.SlowReader, &m)
 	case ph.Trace != nil:
 		err = r.replay(ctx, srv, *ph.Trace, &m)
+	case ph.Memcslap != nil:
+		err = r.memcslap(ctx, srv, *ph.Memcslap, &m)
 	default:
 		err = r.load(ctx, srv, ph, &m)
 	}
@@ -162,7 +164,7 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 		m.ServerVolCS, m.ServerInvolCS = sAfter.VolCS-sBefore.VolCS, sAfter.InvolCS-sBefore.InvolCS
 	}
 	if err2 == nil && err4 == nil && wall > 0 {
-		m.ClientCPUPct = 100 * (cAfter.CPUSeconds - cBefore.CPUSeconds) / wall
+		m.ClientCPUPct += 100 * (cAfter.CPUSeconds - cBefore.CPUSeconds) / wall // and an outside client's
 	}
 	m.ServerCPUPct, m.ClientCPUPct = round1(m.ServerCPUPct), round1(m.ClientCPUPct)
 	return m, nil

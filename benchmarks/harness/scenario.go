@@ -48,6 +48,8 @@ type Phase struct {
 	SlowReader *SlowReaderLoad `json:"slow_reader,omitempty"`
 	// Trace, when set, replays a cache trace instead of Load (issue #24).
 	Trace *TraceLoad `json:"trace,omitempty"`
+	// Memcslap, when set, runs libmemcached's memcslap instead of Load.
+	Memcslap *MemcslapLoad `json:"memcslap,omitempty"`
 	// Restart or RestartHit, when set, is the point's only phase and
 	// starts and stops its servers itself (issue #28's warm restart).
 	Restart    *RestartLoad    `json:"restart,omitempty"`
@@ -188,7 +190,8 @@ func timedMix(conns int, n uint64, set, get int, size int, d time.Duration) Phas
 // Scenarios returns the scenarios at profile p, in run order.
 func Scenarios(p Profile) []Scenario {
 	return []Scenario{threadSweep(p), sizeSweep(p), singleConn(p), manyThreads(p), fairness(p), hitRatio(p), memory(p),
-		hostile(p), slowReader(p), hitRatioRSS(p), costs(p), traceScenario(p, DefaultTraceOptions(p)), restartScenario(p)}
+		hostile(p), slowReader(p), hitRatioRSS(p), costs(p), traceScenario(p, DefaultTraceOptions(p)), restartScenario(p),
+		memcslapScenario(p)}
 }
 
 // ScenarioNames lists the scenario names in run order.

@@ -135,6 +135,12 @@ func TestScenarioDefinitions(t *testing.T) {
 						}
 						continue
 					}
+					if l := ph.Memcslap; l != nil {
+						if (l.Test != "get" && l.Test != "set") || l.Concurrency < 1 || l.Execute < 1 {
+							t.Errorf("%s/%s/%s: memcslap %+v", p, sc.Name, pt.Label, l)
+						}
+						continue
+					}
 					if s := ph.SlowReader; s != nil {
 						if s.Requests < 1 || s.Keys < 1 || s.ReadRate <= 0 || s.Stall <= 0 {
 							t.Errorf("%s/%s/%s: slow reader %+v", p, sc.Name, pt.Label, s)
