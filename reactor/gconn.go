@@ -24,8 +24,11 @@ import (
 // descriptor of w's own after gnet let go of it, so requests read before a
 // close still run and, when the peer still reads, are answered.
 //
-// Lock order: mu, then the parked queue's mu; connWriter.mu is never held with
-// either, and a loopOut's mu is held with none of them.
+// One mutex per connection: mu guards the execution state below and, as
+// w.mu, the writer's queue and flags. No path holds it across a call from
+// the one to the other (the writer's resume and the loop's list are called
+// with it unlocked). Lock order: mu, then the parked queue's mu (never taken
+// by the writer's side); a loopOut's mu is held with neither.
 type gconn struct {
 	s    *gnetServer
 	c    gnet.Conn
@@ -106,7 +109,7 @@ const closeLinger = 10 * time.Second
 func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w, err := newConnWriter(gc.fd, &s.limits, s.outOf(c.EventLoop()), s.pool, s.cfg.WorkerWrites, gc.resumeFromWriter)
+	w, err := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, s.cfg.WorkerWrites, gc.resumeFromWriter)
 	if err != nil {
 		gc.sess.Close()
 		return nil, err
@@ -210,8 +213,8 @@ func (gc *gconn) settleInput(pause bool) gnet.Action {
 func (gc *gconn) closeForServer() {
 	gc.mu.Lock()
 	gc.stop = true
+	gc.w.abortLocked()
 	gc.mu.Unlock()
-	gc.w.abort()
 }
 
 // runInline parses and executes up to ReqsPerEvent requests on the loop,
@@ -522,9 +525,7 @@ func (gc *gconn) runSlice() {
 	}
 	if overflow {
 		gc.stop = true
-		gc.mu.Unlock()
-		gc.w.abort()
-		gc.mu.Lock()
+		gc.w.abortLocked()
 	} else if closeConn {
 		gc.stop = true
 	}
@@ -618,8 +619,8 @@ func (gc *gconn) abandon() {
 	gc.dropLocked()
 	gc.unfinished = false
 	st := gc.idle(false)
+	gc.w.abortLocked()
 	gc.mu.Unlock()
-	gc.w.abort()
 	_ = gc.c.Close()
 	gc.do(st)
 }

@@ -51,7 +51,10 @@ type connWriter struct {
 	// mode without WorkerWrites).
 	viaLoop bool
 
-	mu       sync.Mutex
+	// mu is the connection's one mutex, shared with its gconn (gconn.mu):
+	// no code path holds it across a call from the writer's state to the
+	// connection's or back (see gconn's lock order).
+	mu       *sync.Mutex
 	fd       int      // guarded by mu: the descriptor written: gnet's while attached and not own, -1 when none
 	gnetFD   int      // gnet's descriptor, valid while attached
 	own      bool     // guarded by mu: fd is a duplicate of tandem's own, closed by it
@@ -87,11 +90,12 @@ func (l *bufLimits) add(n int) {
 func (l *bufLimits) over() bool { return l.limit > 0 && l.used.Load() > l.limit }
 
 // newConnWriter returns the writer of a connection gnet opened on fd, whose
-// loop runs out's list. In pool mode the loop writes the replies
-// (viaLoop), unless workers write them (workerWrites): then they write on a
-// duplicate of fd taken here, which gnet cannot close under them.
-func newConnWriter(fd int, limits *bufLimits, out *loopOut, pool, workerWrites bool, resume func()) (*connWriter, error) {
-	w := &connWriter{fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume,
+// loop runs out's list, guarded by the connection's mutex mu. In pool mode
+// the loop writes the replies (viaLoop), unless workers write them
+// (workerWrites): then they write on a duplicate of fd taken here, which
+// gnet cannot close under them.
+func newConnWriter(fd int, mu *sync.Mutex, limits *bufLimits, out *loopOut, pool, workerWrites bool, resume func()) (*connWriter, error) {
+	w := &connWriter{mu: mu, fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume,
 		viaLoop: pool && !workerWrites}
 	if pool && workerWrites && !w.ownLocked() {
 		return nil, errors.New("reactor: cannot duplicate the connection's descriptor for its writer")
@@ -487,6 +491,11 @@ func (w *connWriter) closeWhenDone(linger time.Duration) {
 func (w *connWriter) abort() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.abortLocked()
+}
+
+// abortLocked is abort with the connection's mutex held.
+func (w *connWriter) abortLocked() {
 	w.failed = true
 	if w.file != nil {
 		_ = w.file.SetWriteDeadline(time.Now())

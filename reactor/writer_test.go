@@ -71,7 +71,7 @@ func newWriterRig(t *testing.T, pool bool, sndbuf int) *writerRig {
 	}
 	r := &writerRig{t: t, loop: &fakeLoop{}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer")}
 	r.limits.highWater = 64 << 10
-	w, err := newConnWriter(fds[0], &r.limits, &loopOut{loop: r.loop}, pool, false, func() { r.resumed.Add(1) })
+	w, err := newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, false, func() { r.resumed.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestWriterPushGoesThroughTheLoop(t *testing.T) {
 // descriptor at any time while a worker writes).
 func TestWriterWorkerWrites(t *testing.T) {
 	r := newWriterRig(t, true, 4<<10)
-	w, err := newConnWriter(r.gnetFD, &r.limits, &loopOut{loop: r.loop}, true, true, func() { r.resumed.Add(1) })
+	w, err := newConnWriter(r.gnetFD, new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, true, true, func() { r.resumed.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
