@@ -21,6 +21,18 @@ func statDelta(t *testing.T, before, after map[string]string, name string) int64
 	return a - b
 }
 
+// awaitCrawlerIdle polls memcached's stats, starting from stats, until
+// lru_crawler_running is 0 (memcached ends a crawl in the background) or
+// hangGuard passes, and returns the last stats read.
+func awaitCrawlerIdle(t *testing.T, addr string, stats map[string]string) map[string]string {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); stats["lru_crawler_running"] != "0" && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		stats = statsAfter(t, addr, "")
+	}
+	return stats
+}
+
 // TestDumpStatsLikeMemcached checks that a metadump counts in
 // lru_crawler_starts and crawler_items_checked as memcached counts it, and
 // that lru_crawler_running is 0 once it ended.
@@ -34,9 +46,8 @@ func TestDumpStatsLikeMemcached(t *testing.T) {
 			awaitMemcachedDump(t, n, func() []string { return memcachedMetadump(t, addr) })
 		}
 		before := statsAfter(t, addr, "")
-		for deadline := time.Now().Add(hangGuard); memcached && before["lru_crawler_running"] != "0" && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-			before = statsAfter(t, addr, "")
+		if memcached {
+			before = awaitCrawlerIdle(t, addr, before)
 		}
 		if got := normalMetadump(t, metadump(t, addr, "all")); len(got) != n {
 			t.Fatalf("metadump lists %d items, want %d", len(got), n)
@@ -48,9 +59,8 @@ func TestDumpStatsLikeMemcached(t *testing.T) {
 		if d := statDelta(t, before, after, "crawler_items_checked"); d != n {
 			t.Errorf("crawler_items_checked went up by %d for a dump of %d items", d, n)
 		}
-		for deadline := time.Now().Add(hangGuard); memcached && after["lru_crawler_running"] != "0" && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-			after = statsAfter(t, addr, "")
+		if memcached {
+			after = awaitCrawlerIdle(t, addr, after)
 		}
 		if r := after["lru_crawler_running"]; r != "0" {
 			t.Errorf("lru_crawler_running %s after the dump", r)
