@@ -115,6 +115,9 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 		return nil, err
 	}
 	gc.w = w
+	if s.pool {
+		w.framedLocked = func() bool { return len(gc.pending.reqs) > 0 }
+	}
 	gc.streamer = streamerOf(gc.sess)
 	gc.attachPush()
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
@@ -299,7 +302,7 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 		}
 		if len(out) >= writeChunk {
 			var blocked bool
-			if out, blocked = gc.w.write(out); blocked {
+			if out, blocked = gc.w.write(out, gc.unfinished || off < len(buf)); blocked {
 				gc.out = out
 				return off, true, gc.blockExecutor()
 			}
@@ -308,7 +311,7 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 	if ran > 0 {
 		gc.progressed()
 	}
-	out, blocked := gc.w.write(out)
+	out, blocked := gc.w.write(out, false)
 	if cap(out) > maxKeptBuffer {
 		out = nil
 	}
@@ -495,13 +498,13 @@ func (gc *gconn) runSlice() {
 			break
 		}
 		if len(out) >= writeChunk {
-			if out, blocked = gc.w.write(out); blocked {
+			if out, blocked = gc.w.write(out, gc.unfinished || gc.curIdx < len(b.reqs)); blocked {
 				break
 			}
 		}
 	}
 	if !blocked && !overflow {
-		out, blocked = gc.w.write(out)
+		out, blocked = gc.w.write(out, false)
 	}
 	if cap(out) > maxKeptBuffer {
 		out = nil
