@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -33,6 +34,11 @@ type HostileLoad struct {
 	// kernel, which is what a hostile client wants.
 	RcvBuf int `json:"rcvbuf"`
 	Batch  int `json:"batch"` // gets per write
+	// Settle: probes sent this long after the attack started count also in
+	// HostileStats' Settled figures, apart from the first seconds, in which
+	// the kernel fills every attacker's send buffer and stalls whichever
+	// server writes (0: no settled figures).
+	Settle time.Duration `json:"settle_ns,omitempty"`
 }
 
 // HostileStats is what the hostile phase saw of the server.
@@ -49,6 +55,10 @@ type HostileStats struct {
 	ProbeSent   int64  `json:"probe_sent"`
 	ProbeErrors int64  `json:"probe_errors"`
 	FirstError  string `json:"first_probe_error,omitempty"`
+	// SettledProbes and SettledP99Us: the answered probes sent Settle or
+	// later after the start, and their p99 (0 when none).
+	SettledProbes int64   `json:"settled_probes,omitempty"`
+	SettledP99Us  float64 `json:"settled_p99_us,omitempty"`
 	// PeakRSSKB is the larger of the server's VmHWM at the end and the
 	// largest VmRSS sampled every 100 ms during the phase.
 	PeakRSSKB    int64 `json:"peak_rss_kb"`
@@ -227,6 +237,11 @@ func probeLoop(ctx context.Context, addr string, h HostileLoad, end time.Time, w
 	}
 	tick := time.NewTicker(h.ProbeEvery)
 	defer tick.Stop()
+	settleAt := time.Now().Add(h.Settle)
+	var settled []time.Duration
+	defer func() {
+		st.SettledProbes, st.SettledP99Us = int64(len(settled)), p99Us(settled)
+	}()
 	var buf []byte
 	for time.Now().Before(end) && ctx.Err() == nil {
 		<-tick.C
@@ -252,8 +267,22 @@ func probeLoop(ctx context.Context, addr string, h HostileLoad, end time.Time, w
 			continue
 		}
 		buf = rep.Value
-		samples.Add(loadgen.OpGet, time.Since(t0))
+		lat := time.Since(t0)
+		samples.Add(loadgen.OpGet, lat)
+		if h.Settle > 0 && !t0.Before(settleAt) {
+			settled = append(settled, lat)
+		}
 	}
+}
+
+// p99Us returns the 99th percentile of lats in µs (the value at index
+// len*99/100 of the sorted slice), 0 for none. It sorts lats.
+func p99Us(lats []time.Duration) float64 {
+	if len(lats) == 0 {
+		return 0
+	}
+	slices.Sort(lats)
+	return float64(lats[len(lats)*99/100]) / float64(time.Microsecond)
 }
 
 // dialerWithRcvBuf dials with timeout and, when rcvbuf > 0, sets SO_RCVBUF

@@ -164,12 +164,46 @@ func TestHostileAgainstMemcached(t *testing.T) {
 	rec := loadgen.NewRecorder()
 	h := quickHostile(4)
 	h.ProbeTimeout = 2 * time.Second
+	h.Settle = h.Duration / 2
 	st, err := runHostile(context.Background(), srv, h, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Connected != 4 || st.ProbeErrors != 0 || rec.Summary(loadgen.OpGet).Count != st.ProbeSent || st.BytesSent == 0 {
 		t.Errorf("memcached: %+v, %d probes answered", st, rec.Summary(loadgen.OpGet).Count)
+	}
+	// The settled probes are the later part of the answered ones.
+	if st.SettledProbes == 0 || st.SettledProbes >= st.ProbeSent || st.SettledP99Us <= 0 {
+		t.Errorf("memcached: settled probes %d of %d, p99 %v µs", st.SettledProbes, st.ProbeSent, st.SettledP99Us)
+	}
+}
+
+func TestP99Us(t *testing.T) {
+	ms := func(ns ...int) []time.Duration {
+		var d []time.Duration
+		for _, n := range ns {
+			d = append(d, time.Duration(n)*time.Millisecond)
+		}
+		return d
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // 100 ms down to 1 ms, unsorted
+	}
+	for _, tc := range []struct {
+		name string
+		lats []time.Duration
+		want float64
+	}{
+		{"none", nil, 0},
+		{"one", ms(7), 7000},
+		{"few: the largest", ms(3, 1, 2), 3000},
+		{"100 (1-100 ms): index 99", ms(hundred...), 100000},
+		{"101 (0-100 ms): index 99", append(ms(hundred...), 0), 99000},
+	} {
+		if got := p99Us(tc.lats); got != tc.want {
+			t.Errorf("%s: p99Us = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -24,7 +24,8 @@ var runsHeader = func() []string {
 		"hostile_connected", "hostile_closed", "probe_sent", "probe_errors", "hostile_peak_rss_kb", "server_exited",
 		"slow_replies", "slow_in_order", "slow_closed", "slow_stalled",
 		"server_stats", "first_error",
-		"trace_accesses", "trace_hits", "trace_measured_accesses", "trace_measured_hits", "trace_sets", "trace_sets_refused", "trace_repeat_misses")
+		"trace_accesses", "trace_hits", "trace_measured_accesses", "trace_measured_hits", "trace_sets", "trace_sets_refused", "trace_repeat_misses",
+		"probe_settled", "probe_settled_p99_us")
 }()
 
 // writeRunsCSV writes runs to path.
@@ -63,7 +64,7 @@ func writeRunsCSV(path string, runs []Measurement) error {
 			tr = &trace.Result{}
 		}
 		_ = w.Write(append(rec, fi(tr.Accesses), fi(tr.Hits), fi(tr.MeasuredAccesses), fi(tr.MeasuredHits),
-			fi(tr.Sets), fi(tr.SetsRefused), fi(tr.RepeatMisses)))
+			fi(tr.Sets), fi(tr.SetsRefused), fi(tr.RepeatMisses), fi(h.SettledProbes), ff(h.SettledP99Us)))
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {

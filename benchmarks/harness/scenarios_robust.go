@@ -21,6 +21,7 @@ func hostile(p Profile) Scenario {
 	clients := pick(p, []int{4, 40}, []int{4, 40, 400}, []int{4, 40, 400})
 	d := pick(p, time.Second, 10*time.Second, 10*time.Second)
 	const valueSize, rcvbuf = 4096, 64 << 10
+	settle := min(4*time.Second, d/2)
 	sc := Scenario{
 		Name: "hostile",
 		Title: fmt.Sprintf("8. Hostile clients: %s connections pipelining gets of a 4 KB value and never reading, %v",
@@ -42,6 +43,10 @@ func hostile(p Profile) Scenario {
 				"reading a connection whose replies the client does not take.",
 			"`probe errors` are failed probes over probes sent, summed over repetitions; the probe percentiles are over " +
 				"answered probes only (`–` when none was answered). The probe's reply is verified.",
+			fmt.Sprintf("`probe p99 after %v` is the p99 of the probes sent %v or later after the attack started (median over "+
+				"repetitions): in the first seconds the kernel fills every attacking socket's send buffer until TCP memory "+
+				"reaches `tcp_mem`'s maximum, and whichever server writes stalls now and then (memcached too); after that "+
+				"the probe's latency is the server's scheduling.", settle, settle),
 			"A server that stops answering does not hang the harness: every write has a 100 ms deadline, every probe 2 s, " +
 				"and the server is stopped (SIGTERM, SIGKILL after 5 s) after each N.",
 		},
@@ -57,6 +62,13 @@ func hostile(p Profile) Scenario {
 			colLat("probe p50 µs", "attack", func(l LatAgg) float64 { return l.P50Us }),
 			colLat("probe p99 µs", "attack", func(l LatAgg) float64 { return l.P99Us }),
 			colLat("probe max µs", "attack", func(l LatAgg) float64 { return l.MaxUs }),
+			{fmt.Sprintf("probe p99 after %v µs", settle), func(r *Row) string {
+				h := r.Phase("attack").Hostile
+				if h == nil || h.SettledP99Us.N == 0 {
+					return "–"
+				}
+				return thousands(h.SettledP99Us.Median)
+			}},
 			{"probe errors", func(r *Row) string {
 				h := r.Phase("attack").Hostile
 				if h == nil {
@@ -92,7 +104,7 @@ func hostile(p Profile) Scenario {
 			Phases: []Phase{{Name: "attack", Report: true, Flush: true, Hostile: &HostileLoad{
 				Clients: n, ValueSize: valueSize, Duration: d,
 				ProbeEvery: 20 * time.Millisecond, ProbeTimeout: 2 * time.Second,
-				RcvBuf: rcvbuf, Batch: 64,
+				RcvBuf: rcvbuf, Batch: 64, Settle: settle,
 			}}},
 		})
 	}

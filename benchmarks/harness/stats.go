@@ -178,6 +178,9 @@ type HostileAgg struct {
 	ProbeErrors int64 `json:"probe_errors"` // sum over repetitions
 	Exited      int   `json:"server_exited"`
 	Reps        int   `json:"repetitions"`
+	// SettledP99Us: the probe p99 after the attack's first seconds
+	// (HostileLoad.Settle), over the repetitions that had such probes.
+	SettledP99Us Stat `json:"settled_p99_us"`
 }
 
 // SlowReaderAgg folds the slow-reader phase over repetitions: in how many
@@ -390,17 +393,20 @@ func aggregateCosts(a *PhaseAgg, ms []Measurement) {
 	}
 	if len(hostile) > 0 {
 		h := &HostileAgg{Reps: len(hostile)}
-		var conn, closed []float64
+		var conn, closed, settled []float64
 		for _, s := range hostile {
 			conn = append(conn, float64(s.Connected))
 			closed = append(closed, float64(s.Closed))
+			if s.SettledProbes > 0 {
+				settled = append(settled, s.SettledP99Us)
+			}
 			h.ProbeSent += s.ProbeSent
 			h.ProbeErrors += s.ProbeErrors
 			if s.ServerExited {
 				h.Exited++
 			}
 		}
-		h.Connected, h.Closed = NewStat(conn), NewStat(closed)
+		h.Connected, h.Closed, h.SettledP99Us = NewStat(conn), NewStat(closed), NewStat(settled)
 		a.Hostile = h
 	}
 	if len(slow) > 0 {
