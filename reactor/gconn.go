@@ -116,7 +116,7 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	}
 	gc.w = w
 	if s.pool {
-		w.framedLocked = func() bool { return len(gc.pending.reqs) > 0 }
+		w.moreLocked = gc.moreLocked
 	}
 	gc.streamer = streamerOf(gc.sess)
 	gc.attachPush()
@@ -302,7 +302,7 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 		}
 		if len(out) >= writeChunk {
 			var blocked bool
-			if out, blocked = gc.w.write(out, gc.unfinished || off < len(buf)); blocked {
+			if out, blocked = gc.w.write(out); blocked {
 				gc.out = out
 				return off, true, gc.blockExecutor()
 			}
@@ -311,7 +311,7 @@ func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
 	if ran > 0 {
 		gc.progressed()
 	}
-	out, blocked := gc.w.write(out, false)
+	out, blocked := gc.w.write(out)
 	if cap(out) > maxKeptBuffer {
 		out = nil
 	}
@@ -498,13 +498,13 @@ func (gc *gconn) runSlice() {
 			break
 		}
 		if len(out) >= writeChunk {
-			if out, blocked = gc.w.write(out, gc.unfinished || gc.curIdx < len(b.reqs)); blocked {
+			if out, blocked = gc.w.write(out); blocked {
 				break
 			}
 		}
 	}
 	if !blocked && !overflow {
-		out, blocked = gc.w.write(out, false)
+		out, blocked = gc.w.write(out)
 	}
 	if cap(out) > maxKeptBuffer {
 		out = nil
@@ -733,4 +733,12 @@ func (gc *gconn) drainForShutdown() {
 		}
 	}
 	gc.detach(true)
+}
+
+// moreLocked reports whether the pool executor has requests left to run: a
+// reply part, the rest of its batch, or a batch framed since. The writer
+// calls it from the executor's write, with gc.mu held (pending is guarded
+// by it; the rest is the executor's own).
+func (gc *gconn) moreLocked() bool {
+	return gc.unfinished || (gc.cur != nil && gc.curIdx < len(gc.cur.reqs)) || len(gc.pending.reqs) > 0
 }

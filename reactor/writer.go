@@ -47,10 +47,10 @@ import (
 type connWriter struct {
 	limits *bufLimits
 	resume func() // called without locks held when a blocked executor may go on
-	// framedLocked, if set, reports with mu held whether requests wait
-	// framed for the executor beyond those it has in hand (see write).
-	framedLocked func() bool
-	out          *loopOut // the connection's event loop's writer list
+	// moreLocked, if set, reports whether the executor has requests left to
+	// run, in hand or framed for it; called by the executor, with mu held.
+	moreLocked func() bool
+	out        *loopOut // the connection's event loop's writer list
 	// viaLoop: executors hand replies to the loop while attached (pool
 	// mode without WorkerWrites).
 	viaLoop bool
@@ -109,12 +109,8 @@ func newConnWriter(fd int, mu *sync.Mutex, limits *bufLimits, out *loopOut, pool
 
 // write sends out, or queues it. It returns a buffer the caller may reuse
 // for its next replies (out itself, emptied, when everything was written)
-// and whether the executor must stop until resume is called. more says the
-// executor has further requests in hand: only then, or with requests
-// framed for it (framedLocked), does loopQueueMax stop it (one with nothing
-// left to run would be handed back to the pool for nothing once the loop
-// wrote its reply).
-func (w *connWriter) write(out []byte, more bool) (reuse []byte, blocked bool) {
+// and whether the executor must stop until resume is called.
+func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 	if len(out) == 0 {
 		return out, false
 	}
@@ -124,7 +120,7 @@ func (w *connWriter) write(out []byte, more bool) (reuse []byte, blocked bool) {
 		return out[:0], false
 	}
 	if (w.viaLoop && w.attached) || w.busyLocked() {
-		return w.enqueueLocked(out, 0, more)
+		return w.enqueueLocked(out, 0)
 	}
 	fd := w.fd
 	w.mu.Unlock()
@@ -141,7 +137,7 @@ func (w *connWriter) write(out []byte, more bool) (reuse []byte, blocked bool) {
 		w.mu.Unlock()
 		return out[:0], false
 	}
-	return w.enqueueLocked(out, n, more)
+	return w.enqueueLocked(out, n)
 }
 
 // loopQueueMax is what an executor may have queued for the loop to write
@@ -151,8 +147,9 @@ func (w *connWriter) write(out []byte, more bool) (reuse []byte, blocked bool) {
 // and never read had the loops copy 700 MB from queues of up to the
 // high-water mark each, 1.4 CPU-s of the server's 2.6 in 5 s, and a probe
 // beside them waited 40-140 ms at p99; with this bound 0.3 of 1.2 CPU-s and
-// 4-37 ms (docs/benchmarks.md). Replies of a few KB never reach it, nor
-// does the last reply of a slice.
+// 4-37 ms (docs/benchmarks.md). It stops only an executor with requests
+// left to run (moreLocked): one with nothing left would be handed back to
+// the pool for nothing once the loop wrote its reply.
 const loopQueueMax = writeChunk
 
 // busyLocked reports whether replies wait for the loop or the flusher.
@@ -161,8 +158,8 @@ func (w *connWriter) busyLocked() bool { return w.listed || w.flushing || w.queu
 // enqueueLocked queues out[from:] and unlocks w.mu. from is non-zero only
 // when the queue is empty (a direct write that the socket took in part);
 // then the socket is full and the flusher takes over, else the loop is
-// asked to write (kick). more is write's.
-func (w *connWriter) enqueueLocked(out []byte, from int, more bool) ([]byte, bool) {
+// asked to write (kick).
+func (w *connWriter) enqueueLocked(out []byte, from int) ([]byte, bool) {
 	if len(w.queue) == 0 {
 		w.off = from
 	}
@@ -171,7 +168,7 @@ func (w *connWriter) enqueueLocked(out []byte, from int, more bool) ([]byte, boo
 	w.queued += n
 	w.limits.add(n)
 	blocked := w.queued > w.limits.highWater || w.limits.over() ||
-		(w.viaLoop && w.attached && w.queued > loopQueueMax && (more || w.framedLocked != nil && w.framedLocked()))
+		(w.viaLoop && w.attached && w.queued > loopQueueMax && w.moreLocked != nil && w.moreLocked())
 	if blocked {
 		w.blocked = true
 	}

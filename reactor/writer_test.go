@@ -123,7 +123,7 @@ func (r *writerRig) waitIdle() {
 func TestWriterPoolRepliesGoThroughTheLoop(t *testing.T) {
 	r := newWriterRig(t, true, 0)
 	for _, s := range []string{"VALUE a 0 1\r\nx\r\nEND\r\n", "STORED\r\n", "DELETED\r\n"} {
-		if reuse, blocked := r.w.write([]byte(s), false); blocked || len(reuse) != 0 {
+		if reuse, blocked := r.w.write([]byte(s)); blocked || len(reuse) != 0 {
 			t.Fatalf("write(%q) = %q, blocked %v", s, reuse, blocked)
 		}
 	}
@@ -153,7 +153,7 @@ func TestWriterPoolRepliesGoThroughTheLoop(t *testing.T) {
 // loop, writes on gnet's descriptor without a run or a duplicate.
 func TestWriterInlineWritesAtOnce(t *testing.T) {
 	r := newWriterRig(t, false, 0)
-	if _, blocked := r.w.write([]byte("STORED\r\n"), false); blocked {
+	if _, blocked := r.w.write([]byte("STORED\r\n")); blocked {
 		t.Fatal("blocked")
 	}
 	if got := r.read(8); string(got) != "STORED\r\n" {
@@ -178,7 +178,7 @@ func TestWriterSlowPeer(t *testing.T) {
 			for i := 0; !blocked; i++ {
 				b := bytes.Repeat([]byte{byte('a' + i%26)}, 16<<10)
 				want.Write(b)
-				_, blocked = r.w.write(b, false)
+				_, blocked = r.w.write(b)
 				r.loop.run()
 				if i > 1000 {
 					t.Fatal("never blocked")
@@ -198,7 +198,7 @@ func TestWriterSlowPeer(t *testing.T) {
 			if fd, own, flushing, _ := r.state(); !own || fd == r.gnetFD || flushing {
 				t.Fatalf("after draining: own %v fd %d (gnet's %d) flushing %v", own, fd, r.gnetFD, flushing)
 			}
-			r.w.write([]byte("END\r\n"), false)
+			r.w.write([]byte("END\r\n"))
 			r.loop.run()
 			if got := r.read(5); string(got) != "END\r\n" {
 				t.Fatalf("after draining, peer got %q", got)
@@ -216,7 +216,7 @@ func TestWriterSlowPeer(t *testing.T) {
 // replies follow in order, and closeWhenDone ends the stream with EOF.
 func TestWriterLeave(t *testing.T) {
 	r := newWriterRig(t, true, 0)
-	r.w.write([]byte("one\r\n"), false)
+	r.w.write([]byte("one\r\n"))
 	r.w.leave()
 	_ = unix.Close(r.gnetFD) // gnet closes its descriptor after OnClose
 	fd, own, _, _ := r.state()
@@ -224,7 +224,7 @@ func TestWriterLeave(t *testing.T) {
 		t.Fatalf("after leave: own %v fd %d", own, fd)
 	}
 	r.loop.run() // the run asked for before the close finds the flusher on it
-	r.w.write([]byte("two\r\n"), false)
+	r.w.write([]byte("two\r\n"))
 	r.w.closeWhenDone(time.Second)
 	if got := r.read(10); string(got) != "one\r\ntwo\r\n" {
 		t.Fatalf("peer got %q", got)
@@ -239,7 +239,7 @@ func TestWriterLeave(t *testing.T) {
 // takes no duplicate: its replies are dropped.
 func TestWriterLeaveAfterAbort(t *testing.T) {
 	r := newWriterRig(t, true, 0)
-	r.w.write([]byte("dropped\r\n"), false)
+	r.w.write([]byte("dropped\r\n"))
 	r.w.abort()
 	r.w.leave()
 	_ = unix.Close(r.gnetFD)
@@ -258,7 +258,7 @@ func TestWriterLeaveAfterAbort(t *testing.T) {
 func TestWriterEngineStopped(t *testing.T) {
 	r := newWriterRig(t, true, 0)
 	r.loop.err = errors.New("engine stopping")
-	if _, blocked := r.w.write(make([]byte, 100<<10), false); !blocked {
+	if _, blocked := r.w.write(make([]byte, 100<<10)); !blocked {
 		t.Fatal("100 KiB over a 64 KiB high-water mark did not block")
 	}
 	if !r.w.idle() || r.resumed.Load() != 1 || r.limits.used.Load() != 0 {
@@ -294,12 +294,12 @@ func TestWriterWorkerWrites(t *testing.T) {
 	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD {
 		t.Fatalf("at open: own %v fd %d (gnet's %d)", own, fd, r.gnetFD)
 	}
-	r.w.write([]byte("STORED\r\n"), false)
+	r.w.write([]byte("STORED\r\n"))
 	if got := r.read(8); string(got) != "STORED\r\n" || r.loop.calls != 0 {
 		t.Fatalf("peer got %q; %d loop runs asked", got, r.loop.calls)
 	}
 	big := bytes.Repeat([]byte("x"), 256<<10)
-	r.w.write(big, false)
+	r.w.write(big)
 	r.read(len(big))
 	r.waitIdle()
 	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD || r.loop.calls != 0 {
@@ -314,7 +314,7 @@ func TestWriterListedWhileLoopBusy(t *testing.T) {
 	r := newWriterRig(t, true, 0)
 	lo := r.w.out
 	lo.enter()
-	if _, blocked := r.w.write([]byte("STORED\r\n"), false); blocked {
+	if _, blocked := r.w.write([]byte("STORED\r\n")); blocked {
 		t.Fatal("blocked")
 	}
 	if r.loop.calls != 0 {
@@ -325,7 +325,7 @@ func TestWriterListedWhileLoopBusy(t *testing.T) {
 		t.Fatalf("peer read %q", got)
 	}
 	r.waitIdle()
-	if _, blocked := r.w.write([]byte("DELETED\r\n"), false); blocked {
+	if _, blocked := r.w.write([]byte("DELETED\r\n")); blocked {
 		t.Fatal("blocked")
 	}
 	if r.loop.calls != 1 {
@@ -344,23 +344,25 @@ func TestWriterListedWhileLoopBusy(t *testing.T) {
 // nothing), nor is the inline executor, which writes itself.
 func TestWriterLoopQueueBound(t *testing.T) {
 	reply := bytes.Repeat([]byte("v"), 4<<10)
+	more := func() bool { return true }
 	last := newWriterRig(t, true, 0)
-	if _, blocked := last.w.write(bytes.Repeat(reply, 8), false); blocked {
+	if _, blocked := last.w.write(bytes.Repeat(reply, 8)); blocked {
 		t.Fatal("the last reply of a slice stopped its executor")
 	}
 	last.loop.run()
 	last.read(8 * len(reply))
-	last.w.framedLocked = func() bool { return true } // the loop framed more meanwhile
-	if _, blocked := last.w.write(bytes.Repeat(reply, 8), false); !blocked {
+	last.w.moreLocked = more // the loop framed more meanwhile
+	if _, blocked := last.w.write(bytes.Repeat(reply, 8)); !blocked {
 		t.Fatal("the last reply of a slice did not stop an executor with requests framed for it")
 	}
 	last.loop.run()
 	last.read(8 * len(reply))
 
 	r := newWriterRig(t, true, 0)
+	r.w.moreLocked = more
 	blockedAt := 0
 	for i := 1; i <= 8 && blockedAt == 0; i++ {
-		if _, blocked := r.w.write(reply, true); blocked {
+		if _, blocked := r.w.write(reply); blocked {
 			blockedAt = i * len(reply)
 		}
 	}
@@ -378,8 +380,9 @@ func TestWriterLoopQueueBound(t *testing.T) {
 	}
 
 	in := newWriterRig(t, false, 0)
+	in.w.moreLocked = more
 	for i := 0; i < 8; i++ {
-		if _, blocked := in.w.write(reply, true); blocked {
+		if _, blocked := in.w.write(reply); blocked {
 			t.Fatalf("inline writer blocked after %d bytes written at once", (i+1)*len(reply))
 		}
 	}

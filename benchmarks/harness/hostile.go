@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -238,9 +237,12 @@ func probeLoop(ctx context.Context, addr string, h HostileLoad, end time.Time, w
 	tick := time.NewTicker(h.ProbeEvery)
 	defer tick.Stop()
 	settleAt := time.Now().Add(h.Settle)
-	var settled []time.Duration
+	settled := loadgen.NewRecorder()
+	settledSamples := settled.Samples()
 	defer func() {
-		st.SettledProbes, st.SettledP99Us = int64(len(settled)), p99Us(settled)
+		settledSamples.Flush()
+		sum := settled.Summary(loadgen.OpGet)
+		st.SettledProbes, st.SettledP99Us = sum.Count, sum.P99Us
 	}()
 	var buf []byte
 	for time.Now().Before(end) && ctx.Err() == nil {
@@ -270,19 +272,9 @@ func probeLoop(ctx context.Context, addr string, h HostileLoad, end time.Time, w
 		lat := time.Since(t0)
 		samples.Add(loadgen.OpGet, lat)
 		if h.Settle > 0 && !t0.Before(settleAt) {
-			settled = append(settled, lat)
+			settledSamples.Add(loadgen.OpGet, lat)
 		}
 	}
-}
-
-// p99Us returns the 99th percentile of lats in µs (the value at index
-// len*99/100 of the sorted slice), 0 for none. It sorts lats.
-func p99Us(lats []time.Duration) float64 {
-	if len(lats) == 0 {
-		return 0
-	}
-	slices.Sort(lats)
-	return float64(lats[len(lats)*99/100]) / float64(time.Microsecond)
 }
 
 // dialerWithRcvBuf dials with timeout and, when rcvbuf > 0, sets SO_RCVBUF

@@ -178,35 +178,6 @@ func TestHostileAgainstMemcached(t *testing.T) {
 	}
 }
 
-func TestP99Us(t *testing.T) {
-	ms := func(ns ...int) []time.Duration {
-		var d []time.Duration
-		for _, n := range ns {
-			d = append(d, time.Duration(n)*time.Millisecond)
-		}
-		return d
-	}
-	hundred := make([]int, 100)
-	for i := range hundred {
-		hundred[i] = 100 - i // 100 ms down to 1 ms, unsorted
-	}
-	for _, tc := range []struct {
-		name string
-		lats []time.Duration
-		want float64
-	}{
-		{"none", nil, 0},
-		{"one", ms(7), 7000},
-		{"few: the largest", ms(3, 1, 2), 3000},
-		{"100 (1-100 ms): index 99", ms(hundred...), 100000},
-		{"101 (0-100 ms): index 99", append(ms(hundred...), 0), 99000},
-	} {
-		if got := p99Us(tc.lats); got != tc.want {
-			t.Errorf("%s: p99Us = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func slowLoad(n int) SlowReaderLoad {
 	return SlowReaderLoad{Requests: n, Keys: 10, ValueSize: 32, ReadRate: 4 << 20, RcvBuf: 16 << 10, Stall: 5 * time.Second}
 }
