@@ -194,6 +194,9 @@ func TestRestartColdStarts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// pageAt is the file offset of the middle of a saved page; which shard and region a page is
+	// in depends on the file's random hash seed, so the test looks it up.
+	var pageAt int64
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, path string, cfg *Config)
@@ -232,11 +235,11 @@ func TestRestartColdStarts(t *testing.T) {
 			}
 			defer f.Close()
 			b := make([]byte, 64)
-			f.ReadAt(b, 4096*3) // inside the first shard's region, where its first pages are
+			f.ReadAt(b, pageAt) // inside a page the metadata lists
 			for i := range b {
 				b[i] ^= 0x5a
 			}
-			f.WriteAt(b, 4096*3)
+			f.WriteAt(b, pageAt)
 		}, "does not match its checksum"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,6 +254,7 @@ func TestRestartColdStarts(t *testing.T) {
 			if _, err := c.SaveRestart(); err != nil {
 				t.Fatal(err)
 			}
+			pageAt = savedPageOffset(t, c)
 			closeMemFile(c.file)
 			tc.change(t, path, &cfg)
 			c2, err := New(cfg)
@@ -276,6 +280,22 @@ func TestRestartColdStarts(t *testing.T) {
 			fx.check(t, c2)
 		})
 	}
+}
+
+// savedPageOffset returns the file offset of the middle of the first page in the file that
+// holds items.
+func savedPageOffset(t *testing.T, c *Cache) int64 {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		for p := range s.pages {
+			if pg := &s.pages[p]; pg.kind == inFile && pg.live > 0 {
+				return s.file.off + int64(s.file.offset(pg.mem)) + int64(len(pg.mem)/2)
+			}
+		}
+	}
+	t.Fatal("no saved page in the file")
+	return 0
 }
 
 // TestRestartUnderPressure saves a cache that has been evicting and moving pages between
