@@ -212,3 +212,41 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Fatalf("a limit below an item per shard: %v", err)
 	}
 }
+
+// TestVariableSizesFillMemory stores far more items of random sizes than fit, as memcslap's
+// load does (100-byte keys, values of 0 to 4.5 KB), and checks that live records fill most of
+// the budget. Every shard has ~90 size classes in use here; with a first page of 16 chunks
+// per class (32 KiB at these sizes) half the budget was pages carved by no record, and
+// tandem held 12k items where memcached held 28k (docs/benchmarks.md, section 12b).
+func TestVariableSizesFillMemory(t *testing.T) {
+	for _, tc := range []struct {
+		maxBytes   int64
+		maxV, keys int
+	}{
+		{64 << 20, 4500, 100_000},
+		{16 << 20, 4500, 40_000},
+		{16 << 20, 500, 200_000},
+	} {
+		t.Run(fmt.Sprintf("m=%dMiB/v<=%d", tc.maxBytes>>20, tc.maxV), func(t *testing.T) {
+			c, _ := newTestCache(t, Config{MaxBytes: tc.maxBytes})
+			rng := rand.New(rand.NewPCG(1, 2))
+			key, val := make([]byte, 100), make([]byte, tc.maxV)
+			for i := range tc.keys {
+				copy(key, fmt.Sprintf("%0100d", i))
+				if out, _ := c.Store(Set, key, val[:rng.IntN(tc.maxV+1)], 0, 0, 0); out != Stored {
+					t.Fatalf("set %d: %v", i, out)
+				}
+			}
+			var rec int64
+			for i := range c.shards {
+				rec += c.shards[i].recBytes
+			}
+			share := float64(rec) / float64(tc.maxBytes)
+			t.Logf("live records fill %.1f%% of -m (%d items)", 100*share, c.Stats().CurrItems)
+			if share < 0.8 {
+				t.Errorf("live records fill %.0f%% of -m (%d items), want at least 80%%", 100*share, c.Stats().CurrItems)
+			}
+			checkInvariants(t, c)
+		})
+	}
+}
