@@ -46,7 +46,7 @@ func (r *runner) replay(ctx context.Context, srv *Server, tl TraceLoad, m *Measu
 	ctx, cancel := context.WithTimeout(ctx, r.opts.PhaseCap)
 	defer cancel()
 	res, err := trace.Replay(ctx, trace.Config{
-		Addr: srv.Addr, Batch: tl.Batch, ValueSize: tl.ValueSize,
+		Addr: srv.Addr, Batch: tl.Batch, ValueSize: tl.ValueSize, MinValueSize: tl.MinValueSize,
 		Warmup: int64(tl.Warmup * float64(total)),
 	}, st)
 	capped := errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil
@@ -54,8 +54,12 @@ func (r *runner) replay(ctx context.Context, srv *Server, tl TraceLoad, m *Measu
 		return fmt.Errorf("trace %s: %w", tl.Spec, err)
 	}
 	m.setTrace(&res)
-	m.BytesRead = res.Hits * int64(tl.ValueSize)
-	m.BytesSent = res.Sets * int64(tl.ValueSize)
+	mean := int64(tl.ValueSize) // the mean value size, with sizes varying per key
+	if tl.MinValueSize > 0 && tl.MinValueSize < tl.ValueSize {
+		mean = int64(tl.MinValueSize+tl.ValueSize) / 2
+	}
+	m.BytesRead = res.Hits * mean
+	m.BytesSent = res.Sets * mean
 	m.Errors, m.FirstError = res.ErrorReplies, res.FirstError
 	m.HitHardCap = capped
 	return nil

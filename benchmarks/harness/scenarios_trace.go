@@ -24,10 +24,13 @@ type TraceOptions struct {
 	// Spec is an ARC trace file (".zst" read compressed) or
 	// "zipf:theta:keys:requests[:seed]" (trace.ParseSpec).
 	Spec      string
-	ValueSize int     // bytes per value (default 1,000 for a file, 100 for zipf)
-	Batch     int     // keys per multi-get (default 100)
-	Warmup    float64 // fraction of the accesses before the measured part, in [0, 1)
-	MemoryMB  []int   // the -m of each point
+	ValueSize int // bytes per value (default 1,000 for a file, 100 for zipf)
+	// MinValueSize, when above 0 and below ValueSize, varies the values: MinValueSize to
+	// ValueSize bytes, a fixed size per key (trace.Config.MinValueSize).
+	MinValueSize int
+	Batch        int     // keys per multi-get (default 100)
+	Warmup       float64 // fraction of the accesses before the measured part, in [0, 1)
+	MemoryMB     []int   // the -m of each point
 }
 
 // DefaultTraceOptions are the trace scenario's defaults at profile p: the
@@ -88,6 +91,9 @@ func (o TraceOptions) Validate() error {
 			return fmt.Errorf("harness: trace -m %d: want >= 1", m)
 		}
 	}
+	if o.MinValueSize < 0 || o.MinValueSize >= o.ValueSize && o.MinValueSize > 0 {
+		return fmt.Errorf("harness: trace minimum value size %d: want 0 or below the value size %d", o.MinValueSize, o.ValueSize)
+	}
 	if o.ValueSize > 1<<20 || o.Batch > 10_000 {
 		return fmt.Errorf("harness: trace value size %d (max 1 MiB) or batch %d (max 10,000) too large", o.ValueSize, o.Batch)
 	}
@@ -97,10 +103,19 @@ func (o TraceOptions) Validate() error {
 // TraceLoad is a trace phase: the trace replayed look-aside on one
 // connection (trace.Replay) instead of a loadgen run.
 type TraceLoad struct {
-	Spec      string  `json:"spec"`
-	ValueSize int     `json:"value_size"`
-	Batch     int     `json:"batch"`
-	Warmup    float64 `json:"warmup_fraction"`
+	Spec         string  `json:"spec"`
+	ValueSize    int     `json:"value_size"`
+	MinValueSize int     `json:"min_value_size,omitempty"` // sizes vary per key from this to ValueSize
+	Batch        int     `json:"batch"`
+	Warmup       float64 `json:"warmup_fraction"`
+}
+
+// sizes names the value sizes of o: "1,000" or "0-4,500 (per key)".
+func (o TraceOptions) sizes() string {
+	if o.MinValueSize > 0 {
+		return thousands(float64(o.MinValueSize)) + "-" + thousands(float64(o.ValueSize)) + " (fixed per key)"
+	}
+	return thousands(float64(o.ValueSize))
 }
 
 // TraceAgg aggregates the trace counts of one phase over repetitions.
@@ -170,11 +185,11 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 		mems[i] = strconv.Itoa(m)
 	}
 	ph := Phase{Name: "replay", Report: true, Stats: traceStats,
-		Trace: &TraceLoad{Spec: o.Spec, ValueSize: o.ValueSize, Batch: o.Batch, Warmup: o.Warmup}}
+		Trace: &TraceLoad{Spec: o.Spec, ValueSize: o.ValueSize, MinValueSize: o.MinValueSize, Batch: o.Batch, Warmup: o.Warmup}}
 	sc := Scenario{
 		Name: traceName,
 		Title: fmt.Sprintf("12. Trace replay: hit ratio against peak RSS, %s, %s B values, `-m` %s",
-			traceTitle(spec), thousands(float64(o.ValueSize)), strings.Join(mems, ", ")),
+			traceTitle(spec), o.sizes(), strings.Join(mems, ", ")),
 		Source: "no outside post: issue #24 (cache more than memcached on the same RAM). " +
 			"ARC traces: " + arcCitation + ".",
 		Reproduces: fmt.Sprintf("a cache in front of a database, fed %s: look-aside on one connection, the "+
@@ -183,7 +198,7 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 			"request_number` and each of the `count` 512-byte blocks from `start_block` on is one access, its block "+
 			"number the key. Every target runs at each `-m` (%s) on a fresh server; hit ratio over the whole trace "+
 			"and after a warm-up of the first %.0f%% of the accesses, the server's peak RSS (VmHWM) and its "+
-			"`curr_items` after the replay.", what, o.Batch, o.Batch, thousands(float64(o.ValueSize)),
+			"`curr_items` after the replay.", what, o.Batch, o.Batch, o.sizes(),
 			strings.Join(mems, ", "), 100*o.Warmup),
 		Notes: []string{
 			"`-m` is set per point (the `-m` column): the run-wide `-m` in the servers line below does not apply, " +
@@ -237,18 +252,19 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 		},
 		XYPlots: []XYPlot{
 			{Name: "hit-rss", Title: fmt.Sprintf("%s, %s B values: hit ratio against server peak RSS",
-				plotName(spec), thousands(float64(o.ValueSize))),
+				plotName(spec), o.sizes()),
 				XAxis: "server peak RSS, MB (VmHWM)", YAxis: "hit ratio (whole trace)",
 				X: func(r *Row) float64 { return r.Phase("replay").PeakMB.Median },
 				Y: func(r *Row) float64 { return r.Phase("replay").HitPct.Median / 100 }},
 			{Name: "hit-m", Title: fmt.Sprintf("%s, %s B values: hit ratio against -m",
-				plotName(spec), thousands(float64(o.ValueSize))),
+				plotName(spec), o.sizes()),
 				XAxis: "-m (MB)", YAxis: "hit ratio (whole trace)",
 				X: func(r *Row) float64 { return r.X },
 				Y: func(r *Row) float64 { return r.Phase("replay").HitPct.Median / 100 }},
 		},
-		ReproduceArgs: fmt.Sprintf("--trace %s --trace-value %d --trace-batch %d --trace-warmup %g --trace-m %s",
-			o.Spec, o.ValueSize, o.Batch, o.Warmup, strings.Join(mems, ",")),
+		ReproduceArgs: fmt.Sprintf("--trace %s --trace-value %d%s --trace-batch %d --trace-warmup %g --trace-m %s",
+			o.Spec, o.ValueSize, map[bool]string{true: fmt.Sprintf(" --trace-value-min %d", o.MinValueSize)}[o.MinValueSize > 0],
+			o.Batch, o.Warmup, strings.Join(mems, ",")),
 	}
 	if citeNote != "" {
 		sc.Notes = append([]string{citeNote}, sc.Notes...)
@@ -285,7 +301,7 @@ func traceOptionsOf(points []Point) (TraceOptions, bool) {
 			return o, false
 		}
 		t := p.Phases[0].Trace
-		o.Spec, o.ValueSize, o.Batch, o.Warmup = t.Spec, t.ValueSize, t.Batch, t.Warmup
+		o.Spec, o.ValueSize, o.MinValueSize, o.Batch, o.Warmup = t.Spec, t.ValueSize, t.MinValueSize, t.Batch, t.Warmup
 		o.MemoryMB = append(o.MemoryMB, p.MemoryMB)
 	}
 	return o, len(points) > 0

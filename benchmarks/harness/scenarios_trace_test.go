@@ -36,6 +36,9 @@ func TestTraceOptions(t *testing.T) {
 		{name: "warm-up 1", in: TraceOptions{Warmup: 1}, bad: true},
 		{name: "negative warm-up", in: TraceOptions{Warmup: -0.1}, bad: true},
 		{name: "-m 0", in: TraceOptions{MemoryMB: []int{0}}, bad: true},
+		{name: "sizes varying per key", in: TraceOptions{Spec: file, ValueSize: 4000, MinValueSize: 10}, value: 4000, mems: []int{16, 32, 64, 128}},
+		{name: "minimum size not below the size", in: TraceOptions{Spec: file, ValueSize: 4000, MinValueSize: 4000}, bad: true},
+		{name: "negative minimum size", in: TraceOptions{Spec: file, MinValueSize: -1}, bad: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,10 @@ type Config struct {
 	Addr      string // host:port of the server
 	Batch     int    // keys per multi-get (default 100)
 	ValueSize int    // bytes of each value set on a miss (default 100)
+	// MinValueSize, when above 0 and below ValueSize, makes the value sizes vary: each key's
+	// value has MinValueSize to ValueSize bytes, picked by a hash of the key (so a key has the
+	// same size every time, in every replay).
+	MinValueSize int
 	// Warmup is the number of accesses before the measured part: the
 	// result counts hits over the whole trace and over the accesses from
 	// index Warmup on.
@@ -91,7 +95,7 @@ func ratio(a, b int64) float64 {
 // Replay replays st against cfg.Addr look-aside on one connection: the keys
 // in batches of cfg.Batch, each batch one multi-get ("get k1 k2 ... kB"),
 // then a set of each distinct key the batch missed, with a value of
-// cfg.ValueSize bytes. The sets of one batch travel in the same write as the
+// cfg.ValueSize bytes (or the key's size, with cfg.MinValueSize). The sets of one batch travel in the same write as the
 // next batch's get (the server runs a connection's commands in order, so
 // the get sees them): one round trip per batch. A key that occurs twice in
 // a batch is asked twice and counted as what the server answers each time;
@@ -103,6 +107,9 @@ func Replay(ctx context.Context, cfg Config, st Stream) (Result, error) {
 	}
 	if cfg.ValueSize <= 0 {
 		cfg.ValueSize = 100
+	}
+	if cfg.MinValueSize >= cfg.ValueSize {
+		cfg.MinValueSize = 0
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
@@ -130,7 +137,7 @@ type client struct {
 	nc     net.Conn
 	r      *bufio.Reader
 	wbuf   []byte
-	value  []byte   // the value of every set
+	value  []byte   // every value set is a prefix of it (valueOf)
 	vbuf   []byte   // a value read back, with its CRLF
 	keys   []uint64 // the batch's keys
 	hit    []bool   // hit[i]: keys[i] was answered with a value
@@ -158,6 +165,20 @@ func newClient(nc net.Conn, cfg Config) *client {
 		c.value[i] = 'a' + byte(i%26)
 	}
 	return c
+}
+
+// valueOf is key k's value: all of c.value, or with Config.MinValueSize a prefix of a length
+// between it and ValueSize that a hash of k picks (splitmix64's finalizer).
+func (c *client) valueOf(k uint64) []byte {
+	lo := c.cfg.MinValueSize
+	if lo <= 0 {
+		return c.value
+	}
+	k += 0x9e3779b97f4a7c15
+	k = (k ^ k>>30) * 0xbf58476d1ce4e5b9
+	k = (k ^ k>>27) * 0x94d049bb133111eb
+	k ^= k >> 31
+	return c.value[:lo+int(k%uint64(len(c.value)-lo+1))]
 }
 
 func (c *client) run(ctx context.Context, st Stream) error {
@@ -196,12 +217,13 @@ func (c *client) run(ctx context.Context, st Stream) error {
 func (c *client) roundTrip(n int) error {
 	b := c.wbuf[:0]
 	for _, k := range c.misses {
+		v := c.valueOf(k)
 		b = append(b, "set "...)
 		b = c.appendKey(b, k)
 		b = append(b, " 0 0 "...)
-		b = strconv.AppendInt(b, int64(len(c.value)), 10)
+		b = strconv.AppendInt(b, int64(len(v)), 10)
 		b = append(b, "\r\n"...)
-		b = append(b, c.value...)
+		b = append(b, v...)
 		b = append(b, "\r\n"...)
 	}
 	sets := len(c.misses)
@@ -409,11 +431,12 @@ func (c *client) parseValueLine(b []byte) (key uint64, size int, err error) {
 // readValue reads a value block of size bytes and its CRLF, and checks it
 // is the value that was set.
 func (c *client) readValue(k uint64, size int) error {
-	if size != len(c.value) {
+	want := c.valueOf(k)
+	if size != len(want) {
 		if _, err := c.r.Discard(size); err != nil {
 			return fmt.Errorf("trace: read value: %w", err)
 		}
-		c.errorReply(fmt.Sprintf("key %d: %d value bytes, set %d", k, size, len(c.value)))
+		c.errorReply(fmt.Sprintf("key %d: %d value bytes, set %d", k, size, len(want)))
 		if _, err := io.ReadFull(c.r, c.vbuf[:2]); err != nil {
 			return fmt.Errorf("trace: read value: %w", err)
 		}
@@ -422,13 +445,13 @@ func (c *client) readValue(k uint64, size int) error {
 		}
 		return nil
 	}
-	if _, err := io.ReadFull(c.r, c.vbuf); err != nil {
+	if _, err := io.ReadFull(c.r, c.vbuf[:size+2]); err != nil {
 		return fmt.Errorf("trace: read value: %w", err)
 	}
 	if c.vbuf[size] != '\r' || c.vbuf[size+1] != '\n' {
 		return fmt.Errorf("%w: value of key %d not followed by CRLF", ErrProtocol, k)
 	}
-	if !bytes.Equal(c.vbuf[:size], c.value) {
+	if !bytes.Equal(c.vbuf[:size], want) {
 		c.errorReply(fmt.Sprintf("key %d: value bytes differ from those set", k))
 	}
 	return nil

@@ -184,6 +184,7 @@ func TestReplayCountsAgainstAModel(t *testing.T) {
 		warmup int64
 		window int64
 		prefix string
+		minVal int // sizes from this to 300 bytes per key (0: all 300)
 		refuse func(uint64) bool
 	}{
 		{name: "batch 100", batch: 100, warmup: 750},
@@ -192,6 +193,7 @@ func TestReplayCountsAgainstAModel(t *testing.T) {
 		{name: "batch 1", batch: 1},
 		{name: "batch 7, prefix", batch: 7, warmup: 10, prefix: "arc:"},
 		{name: "refused sets", batch: 100, refuse: func(k uint64) bool { return k%5 == 0 }},
+		{name: "sizes 1-300 per key", batch: 100, warmup: 750, minVal: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,7 +208,7 @@ func TestReplayCountsAgainstAModel(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cfg := Config{Addr: srv.ln.Addr().String(), Batch: tc.batch, ValueSize: 300, Warmup: tc.warmup,
-				KeyPrefix: tc.prefix, Timeout: 10 * time.Second, Window: tc.window}
+				KeyPrefix: tc.prefix, Timeout: 10 * time.Second, Window: tc.window, MinValueSize: tc.minVal}
 			got, err := Replay(ctx, cfg, &sliceStream{keys: keys})
 			if err != nil {
 				t.Fatal(err)
@@ -327,5 +329,27 @@ func BenchmarkReplayBatch(b *testing.B) {
 	b.ResetTimer()
 	if _, err := Replay(context.Background(), Config{Addr: ln.Addr().String()}, &sliceStream{keys: keys}); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestValueSizesPerKey: with MinValueSize each key keeps one size, and the sizes spread over
+// the whole range.
+func TestValueSizesPerKey(t *testing.T) {
+	c := newClient(nil, Config{ValueSize: 4500, MinValueSize: 10})
+	seen := map[int]bool{}
+	var sum int
+	for k := range uint64(10_000) {
+		n := len(c.valueOf(k))
+		if n < 10 || n > 4500 || n != len(c.valueOf(k)) {
+			t.Fatalf("key %d: %d bytes, then %d (want 10 to 4500, the same each time)", k, n, len(c.valueOf(k)))
+		}
+		seen[n/500] = true
+		sum += n
+	}
+	if mean := sum / 10_000; len(seen) != 10 || mean < 2100 || mean > 2400 {
+		t.Errorf("sizes fall in %d of 10 buckets of 500 B, mean %d: want all, near 2,255", len(seen), mean)
+	}
+	if n := len(newClient(nil, Config{ValueSize: 300}).valueOf(7)); n != 300 {
+		t.Errorf("fixed size: %d bytes, want 300", n)
 	}
 }

@@ -61,6 +61,7 @@ func run(args []string, stderr io.Writer) int {
 		trSpec    = fs.String("trace", "", "trace scenario: an ARC trace file (.zst read compressed; cite Megiddo and Modha, "+
 			"\"ARC\", FAST 2003 with its results) or zipf:theta:keys:requests[:seed] (default: zipf:0.99:1000000:4000000, scaled by the profile)")
 		trValue  = fs.Int("trace-value", 0, "trace scenario: value size in bytes (default 1000 for a trace file, 100 for zipf)")
+		trVMin   = fs.Int("trace-value-min", 0, "trace scenario: vary the value sizes from this to --trace-value bytes, a fixed size per key (0: every value --trace-value bytes)")
 		trBatch  = fs.Int("trace-batch", 100, "trace scenario: keys per multi-get")
 		trWarmup = fs.Float64("trace-warmup", 0.25, "trace scenario: fraction of the accesses before the measured part ('hit after warm-up'); 0 = none")
 		trMem    = fs.String("trace-m", "", "trace scenario: comma-separated -m values in MB, one fresh server per target and value "+
@@ -109,7 +110,7 @@ func run(args []string, stderr io.Writer) int {
 		o.Profile = harness.Full
 	}
 	o.Scenarios = splitList(*scenarios)
-	to := harness.TraceOptions{Spec: *trSpec, ValueSize: *trValue, Batch: *trBatch, Warmup: *trWarmup}
+	to := harness.TraceOptions{Spec: *trSpec, ValueSize: *trValue, MinValueSize: *trVMin, Batch: *trBatch, Warmup: *trWarmup}
 	for _, s := range splitList(*trMem) {
 		m, err := strconv.Atoi(s)
 		if err != nil || m < 1 {
