@@ -97,6 +97,32 @@ func BenchmarkStoreNew(b *testing.B) {
 	}
 }
 
+// BenchmarkStoreNewVariableSizes stores new keys with values of 10 to 4,000 bytes into a full
+// 64 MiB cache: every store makes room among ~90 size classes per shard (section 12b of
+// docs/benchmarks.md).
+func BenchmarkStoreNewVariableSizes(b *testing.B) {
+	c, err := New(Config{MaxBytes: 64 << 20, Clock: newFakeClock()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	val := make([]byte, 4000)
+	key := make([]byte, 0, 32)
+	for i := range 100_000 {
+		c.Store(Set, fmt.Appendf(key[:0], "warm:%d", i), val[:10+rng.IntN(3991)], 0, 0, 0)
+	}
+	sizes := make([]int, 1<<16)
+	for i := range sizes {
+		sizes[i] = 10 + rng.IntN(3991)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		key = fmt.Appendf(key[:0], "new:%d", i)
+		c.Store(Set, key, val[:sizes[i&(len(sizes)-1)]], 0, 0, 0)
+	}
+}
+
 // BenchmarkParallelMix: 90% gets, 10% sets over Zipf-distributed keys, look-aside style.
 func BenchmarkParallelMix(b *testing.B) {
 	c, keys, val := newBenchCache(b)

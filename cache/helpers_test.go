@@ -104,7 +104,7 @@ func checkInvariants(t testing.TB, c *Cache) {
 				free[h] = true
 			}
 		}
-		var n, window, mainItems int
+		var n, window, mainItems, empty int
 		var size, recBytes, pageBytes, wbytes int64
 		for p, pg := range s.pages {
 			if pg.mem == nil {
@@ -140,7 +140,13 @@ func checkInvariants(t testing.TB, c *Cache) {
 			if live != pg.live {
 				t.Errorf("shard %d page %d: %d live records, counted %d", i, p, live, pg.live)
 			}
+			if live == 0 && pg.class != large {
+				empty++
+			}
 			n += live
+		}
+		if empty != s.empty {
+			t.Errorf("shard %d: %d empty slab pages, counted %d", i, empty, s.empty)
 		}
 		if n != s.n || size != s.bytes || recBytes != s.recBytes || pageBytes != s.pageBytes {
 			t.Errorf("shard %d: count %d bytes %d recBytes %d pageBytes %d, walked %d, %d, %d and %d",

@@ -322,6 +322,7 @@ func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int
 		if pm.Class != large {
 			pg.size = slabSizes[pm.Class]
 			s.slab[pm.Class].pages++
+			s.empty++ // until linkLocked restores its records
 			if pm.Carved < pm.Len/pg.size {
 				s.slab[pm.Class].carving = p + 1
 			}

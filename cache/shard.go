@@ -39,6 +39,7 @@ type shard struct {
 	writes    int                          // stores since the main space was last sized
 	stealing  int                          // bytes evicted since a chunk or a page was last found
 	pageHand  int                          // next page a class takes when it must take one
+	empty     int                          // slab pages (not large records) without a live record
 	keep      uint32                       // a chunk a store still reads while it makes room: never evicted
 	st        Stats                        // counters (only the counter fields are used)
 
@@ -125,7 +126,7 @@ func (s *shard) killLocked(h uint32) {
 	s.n--
 	s.bytes -= r.size()
 	s.recBytes -= int64(cap(r))
-	if p.live--; p.class == large {
+	if s.addLive(int(h>>16), -1); p.class == large {
 		s.dropPageLocked(int(h >> 16))
 		return
 	}

@@ -237,8 +237,20 @@ func (s *shard) newPageLocked(cl int, n int) int {
 		pg.size, pg.carved = slabSizes[cl], 0
 		s.slab[cl].carving = p + 1
 		s.slab[cl].pages++
+		s.empty++
 	}
 	return p
+}
+
+// addLive changes page p's count of live records by d, keeping the count of empty slab pages.
+func (s *shard) addLive(p, d int) {
+	pg := &s.pages[p]
+	if pg.class != large && pg.live == 0 {
+		s.empty--
+	}
+	if pg.live += d; pg.class != large && pg.live == 0 {
+		s.empty++
+	}
 }
 
 // makeRoomLocked frees a chunk of class cl, or with cl large room in the budget (a page), never
@@ -287,8 +299,14 @@ func (s *shard) fitLocked(keep uint32, extra int64) bool {
 // pageLocked returns the first page from the page hand on that holds memory, is neither class
 // cl's (unless cl is large) nor chunk keep's, and has no live record if empty; -1 if none does.
 func (s *shard) pageLocked(cl int, keep uint32, empty bool) int {
+	if empty && s.empty == 0 {
+		return -1
+	}
 	for range s.pages {
-		p := s.pageHand % len(s.pages)
+		p := s.pageHand
+		if p >= len(s.pages) { // no modulo: a division per page was most of this scan's time
+			p = 0
+		}
 		s.pageHand = p + 1
 		if pg := &s.pages[p]; pg.mem != nil && (pg.class != cl || cl == large) && p != int(keep>>16) && (!empty || pg.live == 0) {
 			return p
@@ -340,8 +358,8 @@ func (s *shard) freePageLocked(p int) bool {
 			j := s.popFreeLocked(pg.class)
 			copy(s.chunk(j), r)
 			s.idx.replace(s.hash(r.key()), h, j)
-			s.pages[j>>16].live++
-			pg.live--
+			s.addLive(int(j>>16), 1)
+			s.addLive(p, -1)
 			if r.state()&stMain == 0 {
 				s.win.push(j) // h's queue entry goes stale
 			}
@@ -368,6 +386,9 @@ func (s *shard) freePageLocked(p int) bool {
 // inverse); its chunks must be off every free list.
 func (s *shard) dropPageLocked(p int) {
 	pg := &s.pages[p]
+	if pg.class != large && pg.live == 0 {
+		s.empty--
+	}
 	s.pageBytes -= int64(len(pg.mem))
 	s.releaseMem(pg)
 	*pg = page{}

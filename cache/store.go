@@ -105,7 +105,7 @@ func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key,
 // linkLocked makes r, a record just written (or restored) in chunk j, live: counted, indexed
 // under key hash h, and queued in the window unless it is a main item.
 func (s *shard) linkLocked(h uint64, j uint32, r record) {
-	s.pages[j>>16].live++
+	s.addLive(int(j>>16), 1)
 	s.n++
 	s.bytes += r.size()
 	s.recBytes += int64(cap(r))
