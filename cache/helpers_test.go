@@ -140,7 +140,7 @@ func checkInvariants(t testing.TB, c *Cache) {
 			if live != pg.live {
 				t.Errorf("shard %d page %d: %d live records, counted %d", i, p, live, pg.live)
 			}
-			if live == 0 && pg.class != large {
+			if pg.emptySlab() {
 				empty++
 			}
 			n += live

@@ -242,13 +242,17 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	return p
 }
 
+// emptySlab reports whether pg is a slab page (not a large record's) without a live record:
+// what shard.empty counts.
+func (pg *page) emptySlab() bool { return pg.class != large && pg.live == 0 }
+
 // addLive changes page p's count of live records by d, keeping the count of empty slab pages.
 func (s *shard) addLive(p, d int) {
 	pg := &s.pages[p]
-	if pg.class != large && pg.live == 0 {
+	if pg.emptySlab() {
 		s.empty--
 	}
-	if pg.live += d; pg.class != large && pg.live == 0 {
+	if pg.live += d; pg.emptySlab() {
 		s.empty++
 	}
 }
@@ -386,7 +390,7 @@ func (s *shard) freePageLocked(p int) bool {
 // inverse); its chunks must be off every free list.
 func (s *shard) dropPageLocked(p int) {
 	pg := &s.pages[p]
-	if pg.class != large && pg.live == 0 {
+	if pg.emptySlab() {
 		s.empty--
 	}
 	s.pageBytes -= int64(len(pg.mem))

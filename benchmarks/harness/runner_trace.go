@@ -45,19 +45,17 @@ func (r *runner) replay(ctx context.Context, srv *Server, tl TraceLoad, m *Measu
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(ctx, r.opts.PhaseCap)
 	defer cancel()
-	res, err := trace.Replay(ctx, trace.Config{
+	cfg := trace.Config{
 		Addr: srv.Addr, Batch: tl.Batch, ValueSize: tl.ValueSize, MinValueSize: tl.MinValueSize,
 		Warmup: int64(tl.Warmup * float64(total)),
-	}, st)
+	}
+	res, err := trace.Replay(ctx, cfg, st)
 	capped := errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil
 	if err != nil && !capped {
 		return fmt.Errorf("trace %s: %w", tl.Spec, err)
 	}
 	m.setTrace(&res)
-	mean := int64(tl.ValueSize) // the mean value size, with sizes varying per key
-	if tl.MinValueSize > 0 && tl.MinValueSize < tl.ValueSize {
-		mean = int64(tl.MinValueSize+tl.ValueSize) / 2
-	}
+	mean := int64(cfg.MeanValueSize())
 	m.BytesRead = res.Hits * mean
 	m.BytesSent = res.Sets * mean
 	m.Errors, m.FirstError = res.ErrorReplies, res.FirstError

@@ -95,8 +95,8 @@ func ratio(a, b int64) float64 {
 // Replay replays st against cfg.Addr look-aside on one connection: the keys
 // in batches of cfg.Batch, each batch one multi-get ("get k1 k2 ... kB"),
 // then a set of each distinct key the batch missed, with a value of
-// cfg.ValueSize bytes (or the key's size, with cfg.MinValueSize). The sets of one batch travel in the same write as the
-// next batch's get (the server runs a connection's commands in order, so
+// cfg.ValueSize bytes (or the key's size, with cfg.MinValueSize). The sets
+// of one batch travel in the same write as the next batch's get (the server runs a connection's commands in order, so
 // the get sees them): one round trip per batch. A key that occurs twice in
 // a batch is asked twice and counted as what the server answers each time;
 // it is set once. It returns what it counted so far with any error; ctx
@@ -108,7 +108,7 @@ func Replay(ctx context.Context, cfg Config, st Stream) (Result, error) {
 	if cfg.ValueSize <= 0 {
 		cfg.ValueSize = 100
 	}
-	if cfg.MinValueSize >= cfg.ValueSize {
+	if !cfg.varying() {
 		cfg.MinValueSize = 0
 	}
 	if cfg.Timeout <= 0 {
@@ -165,6 +165,17 @@ func newClient(nc net.Conn, cfg Config) *client {
 		c.value[i] = 'a' + byte(i%26)
 	}
 	return c
+}
+
+// varying reports whether the value sizes vary per key (MinValueSize in use).
+func (cfg Config) varying() bool { return cfg.MinValueSize > 0 && cfg.MinValueSize < cfg.ValueSize }
+
+// MeanValueSize is the mean size of the values a replay sets (ValueSize without varying sizes).
+func (cfg Config) MeanValueSize() int {
+	if cfg.varying() {
+		return (cfg.MinValueSize + cfg.ValueSize) / 2
+	}
+	return cfg.ValueSize
 }
 
 // valueOf is key k's value: all of c.value, or with Config.MinValueSize a prefix of a length
