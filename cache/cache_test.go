@@ -46,12 +46,15 @@ func TestLayout(t *testing.T) {
 		cfg        Config
 		wantShards int
 	}{
-		{"default 64m 1m items", Config{MaxBytes: 64 << 20}, 32},
+		{"default 64m 1m items", Config{MaxBytes: 64 << 20}, 4},
+		{"default 16m", Config{MaxBytes: 16 << 20}, 1},
 		{"default 1g", Config{MaxBytes: 1 << 30}, 64},
+		{"default 512m 16m items", Config{MaxBytes: 512 << 20, MaxItemSize: 16 << 20}, 16},
 		{"explicit fits once", Config{MaxBytes: 64 << 20, Shards: 64}, 64},
 		{"explicit too many", Config{MaxBytes: 64 << 20, Shards: 128}, 64},
 		{"tiny", Config{MaxBytes: 4096, MaxItemSize: 4096}, 1},
-		{"small items", Config{MaxBytes: 1 << 20, MaxItemSize: 1024}, 64},
+		{"small items", Config{MaxBytes: 1 << 20, MaxItemSize: 1024}, 1},
+		{"explicit small items", Config{MaxBytes: 1 << 20, MaxItemSize: 1024, Shards: 64}, 64},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

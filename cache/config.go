@@ -15,8 +15,15 @@ const ItemOverhead = 48
 // enforces memcached's much smaller limit (250) before calling the cache.
 const MaxKeyLen = 1<<16 - 1
 
-// DefaultShards is Config.Shards' default, lowered until every shard holds two largest items.
+// DefaultShards is Config.Shards' default, lowered until every shard holds two largest items
+// and minShardBytes.
 const DefaultShards = 64
+
+// minShardBytes is the least budget a default shard gets. Each shard keeps its own pages per
+// size class, and a class in use holds about one chunk it cannot fill (its page's uncarved tail
+// or a free chunk); with values of varying size ~90 classes are in use, so a shard of 2 MiB lost
+// ~10% of -m that way and hit up to 0.007 less than memcached (docs/benchmarks.md, section 12b).
+const minShardBytes = 16 << 20
 
 // DefaultMaxItemSize is Config.MaxItemSize's default (memcached -I 1m), or MaxBytes if smaller.
 const DefaultMaxItemSize = 1 << 20
@@ -74,14 +81,13 @@ func (c Config) maxItemSize() int64 {
 
 // layout returns the shard count and each shard's byte budget. An explicit shard count is only
 // lowered until one item of the maximum size fits a shard; the default also keeps room for two
-// such items, so one large item does not empty its shard.
+// such items, so one large item does not empty its shard, and at least minShardBytes.
 func (c Config) layout() (shards int, budget int64) {
-	n, fits := c.Shards, int64(1)
+	n, least := c.Shards, c.maxItemSize()
 	if n == 0 {
-		n, fits = DefaultShards, 2
+		n, least = DefaultShards, max(2*least, minShardBytes)
 	}
-	limit := c.maxItemSize()
-	for n > 1 && c.MaxBytes/int64(n) < limit*fits {
+	for n > 1 && c.MaxBytes/int64(n) < least {
 		n /= 2
 	}
 	return n, c.MaxBytes / int64(n)

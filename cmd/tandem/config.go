@@ -21,6 +21,7 @@ type Config struct {
 	// add up, as in memcached.
 	Listen           []string
 	MemoryMB         int64
+	Shards           int // 0: the cache's default for -m
 	MaxConns         int
 	Threads          int
 	MaxItemSize      int
@@ -152,6 +153,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MemoryMB < 1 {
 		errs = append(errs, fmt.Errorf("-m: memory limit must be >= 1 MB, got %d", c.MemoryMB))
+	}
+	if c.Shards < 0 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
+		errs = append(errs, fmt.Errorf("--shards: must be 0 or a power of two up to 65536, got %d", c.Shards))
 	}
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("-c: conn limit must be >= 1, got %d", c.MaxConns))

@@ -27,7 +27,7 @@ type flagGroup struct {
 
 var flagGroups = []flagGroup{
 	{"Listening", []string{"port", "listen", "unix-socket", "unix-mask", "listen-backlog", "udp-port", "conn-limit", "idle-timeout", "reuseport"}},
-	{"Memory and items", []string{"memory-limit", "max-item-size", "disable-evictions", "disable-cas", "lock-memory", "memory-file"}},
+	{"Memory and items", []string{"memory-limit", "max-item-size", "shards", "disable-evictions", "disable-cas", "lock-memory", "memory-file"}},
 	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "loop-writes", "worker-writes"}},
 	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
 	{"TLS (settings are memcached's -o ssl_* keys, see -o and docs/operations.md)", []string{"enable-ssl", "tls-handshake-timeout"}},
@@ -59,6 +59,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	// Memory and items.
 	fs.Int64VarP(&c.MemoryMB, "memory-limit", "m", 64, "memory for items in megabytes, their index included (the process needs about 1.1x this plus 10-20 MB)")
 	fs.StringVarP(&itemSize, "max-item-size", "I", "1m", "max item size, bytes with optional k/m suffix (key+value+48 bytes must fit; 1k..1024m)")
+	fs.IntVar(&c.Shards, "shards", 0, "cache shards, each with its own lock and pages: a power of two; 0 = one per 16 MB of -m, 1 to 64 (more shards let more cores store at once, fewer fill -m further with values of many sizes; lowered until a shard holds an item of -I)")
 	fs.BoolVarP(&c.DisableEvictions, "disable-evictions", "M", false, "return an error on memory exhausted instead of evicting items")
 	fs.BoolVarP(&c.DisableCAS, "disable-cas", "C", false, "report CAS uniques as 0")
 	fs.BoolVarP(&c.LockMemory, "lock-memory", "k", false, "lock all process memory in RAM (mlockall; a warning if the system refuses)")

@@ -183,6 +183,7 @@ func TestInvalidFlags(t *testing.T) {
 		{"zero memory", []string{"-m", "0"}, "-m"},
 		{"bad item size", []string{"-I", "huge"}, "-I"},
 		{"zero threads", []string{"-t", "0"}, "-t"},
+		{"shards not a power of two", []string{"--shards", "3"}, "--shards"},
 		{"unknown flag", []string{"--frobnicate"}, "frobnicate"},
 	}
 	for _, tc := range tests {

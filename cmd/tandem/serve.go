@@ -76,6 +76,7 @@ func serve(cfg *Config) int {
 			}
 		},
 		MaxBytes:         cfg.MemoryMB << 20,
+		Shards:           cfg.Shards,
 		MaxItemSize:      cfg.MaxItemSize,
 		DisableEvictions: cfg.DisableEvictions,
 		DisableCAS:       cfg.DisableCAS,

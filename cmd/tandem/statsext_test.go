@@ -91,7 +91,7 @@ func TestStatsGroupsLikeMemcached(t *testing.T) {
 		}
 
 		slabKey := regexp.MustCompile(`^([0-9]+:[a-z_]+|[a-z_]+)$`)
-		var active, malloced string
+		var active, malloced, shards string
 		for _, kv := range opsStats(t, s.Addr, "slabs") {
 			if !slabKey.MatchString(kv[0]) {
 				t.Errorf("stats slabs key %q is not <class>:<field> or <field>", kv[0])
@@ -101,14 +101,17 @@ func TestStatsGroupsLikeMemcached(t *testing.T) {
 				active = kv[1]
 			case "total_malloced":
 				malloced = kv[1]
+			case "tandem_shards":
+				shards = kv[1]
 			}
 		}
 		general := map[string]string{}
 		for _, kv := range opsStats(t, s.Addr, "") {
 			general[kv[0]] = kv[1]
 		}
-		if n, _ := strconv.Atoi(active); n < 10 {
-			t.Errorf("active_slabs = %q with 100 keys, want >= 10 shards in use", active)
+		// 100 keys over 4 shards (-m 64) leave none empty but once in 10^12.
+		if n, _ := strconv.Atoi(shards); active != shards || n < 2 {
+			t.Errorf("active_slabs = %q with 100 keys, want every one of tandem_shards = %q in use", active, shards)
 		}
 		// total_malloced is the memory charged against -m (pages and index):
 		// at least the items' bytes, at most the limit.
@@ -185,5 +188,29 @@ func TestMemcstatParsesStats(t *testing.T) {
 	}
 	if out := run("--analyze"); !strings.Contains(out, "Number of Servers Analyzed") {
 		t.Errorf("memcstat --analyze:\n%s", out)
+	}
+}
+
+// TestShardsFlag checks that --shards sets the cache's shard count and that the default follows
+// -m (one shard per 16 MiB, at most 64).
+func TestShardsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-m", "64"}, "4"},
+		{[]string{"-m", "64", "--shards", "16"}, "16"},
+		{[]string{"-m", "2048"}, "64"},
+	} {
+		s := startServer(t, "inline", tc.args...)
+		got := ""
+		for _, kv := range opsStats(t, s.Addr, "slabs") {
+			if kv[0] == "tandem_shards" {
+				got = kv[1]
+			}
+		}
+		if got != tc.want {
+			t.Errorf("tandem %v: tandem_shards = %q, want %s", tc.args, got, tc.want)
+		}
 	}
 }

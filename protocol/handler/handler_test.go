@@ -22,7 +22,8 @@ func newTestHandler(t *testing.T, mod func(*Config)) (*Handler, *fakeClock) {
 	t.Helper()
 	clk := &fakeClock{}
 	clk.now.Store(1_800_000_000)
-	c, err := cache.New(cache.Config{MaxBytes: 64 << 20, MaxItemSize: 1 << 20, Clock: clk})
+	// 32 shards (the default at -m 64 is 4) so that the per-shard stats have many rows.
+	c, err := cache.New(cache.Config{MaxBytes: 64 << 20, MaxItemSize: 1 << 20, Shards: 32, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
