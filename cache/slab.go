@@ -19,9 +19,10 @@ type page struct {
 }
 
 const (
-	large    = -1         // the class of a large record's page
-	noHandle = ^uint32(0) // no chunk
-	maxPages = 1 << 16    // page indexes fit the handle's upper 16 bits
+	large     = -1         // the class of a large record's page
+	noHandle  = ^uint32(0) // no chunk
+	maxPages  = 1 << 16    // page indexes fit the handle's upper 16 bits
+	spareGate = 32         // chunks freed before sparePageLocked looks again after finding nothing
 )
 
 // handle names chunk i of page p.
@@ -195,6 +196,7 @@ func (s *shard) pushFreeLocked(cl int, h uint32) {
 	sc.free = h + 1
 	sc.nfree++
 	s.freeBytes += int64(slabSizes[cl])
+	s.pushes++
 }
 
 // popFreeLocked takes the first chunk of class cl's free list, which must not be empty.
@@ -401,9 +403,12 @@ func (s *shard) dropPageLocked(p int) {
 
 // sparePageLocked returns the page, of another class than cl and not chunk keep's, with the
 // fewest live records that all fit into free chunks of its class on other pages (releasing it
-// evicts nothing), or -1. It looks only while the free chunks add up to a page.
+// evicts nothing), or -1. It looks only while the free chunks add up to a page, and after a look
+// that found nothing only once spareGate more chunks were freed: only a freed chunk lets a page
+// fit elsewhere, and a look walks the whole page table (31% of a store into a full cache with
+// values of many sizes, BenchmarkStoreNewVariableSizes, when it looked on every call).
 func (s *shard) sparePageLocked(cl int, keep uint32) int {
-	if s.freeBytes < int64(s.cfg.maxPage) {
+	if s.freeBytes < int64(s.cfg.maxPage) || s.pushes-s.spareMiss < spareGate {
 		return -1
 	}
 	best := -1
@@ -416,6 +421,9 @@ func (s *shard) sparePageLocked(cl int, keep uint32) int {
 		if pg.live <= s.slab[pg.class].nfree-(pg.carved-pg.live) && (best < 0 || pg.live < s.pages[best].live) {
 			best = p
 		}
+	}
+	if best < 0 {
+		s.spareMiss = s.pushes
 	}
 	return best
 }
