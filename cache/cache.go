@@ -83,7 +83,7 @@ func New(cfg Config) (*Cache, error) {
 // initShards makes every shard fresh and empty.
 func (c *Cache) initShards(cfg Config, budget int64, scfg *shardConfig) {
 	for i := range c.shards {
-		c.shards[i] = shard{cfg: scfg, slab: make([]slabClass, len(slabSizes)), budget: budget, keep: noHandle}
+		c.shards[i] = shard{cfg: scfg, slab: make([]slabClass, len(slabSizes)), budget: budget, keep: noHandle, rnd: uint64(i)*0x9E3779B97F4A7C15 + 1}
 		s := &c.shards[i]
 		if c.file != nil {
 			s.file = c.file.arena(i)

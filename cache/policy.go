@@ -150,6 +150,13 @@ func (s *shard) evictLocked(keep uint32) bool {
 			s.win.push(j)
 			continue
 		}
+		if !s.worthOfferLocked(r) {
+			s.dropLocked(j)
+			if s.n < n {
+				return true
+			}
+			continue
+		}
 		s.leaveWindowLocked(r)
 		r[offState] = r[offState]&^stRetry | stMain
 		s.offerLocked(s.hash(r.key()))
@@ -158,6 +165,24 @@ func (s *shard) evictLocked(keep uint32) bool {
 		}
 	}
 	return false
+}
+
+// worthOfferLocked reports whether a record leaving the window goes on to the main space: always
+// if its chunk is no larger than the shard's mean, else with probability (mean/size)^4; if not,
+// it is evicted. With every key worth one hit, a byte holds more hits in a small item, and
+// go-tinylfu weighs frequency only. With one value size nothing is filtered (docs/benchmarks.md,
+// section 12c).
+func (s *shard) worthOfferLocked(r record) bool {
+	size := int64(cap(r))
+	if size*int64(s.n) <= s.recBytes {
+		return true
+	}
+	s.rnd ^= s.rnd << 13 // xorshift64
+	s.rnd ^= s.rnd >> 7
+	s.rnd ^= s.rnd << 17
+	p := float64(s.recBytes) / float64(size*int64(s.n))
+	p *= p
+	return float64(s.rnd>>11) < p*p*(1<<53)
 }
 
 // offerLocked adds key hash h to the main space, and again every key go-tinylfu drops on the way

@@ -230,3 +230,36 @@ func TestPolicyChurnInvariants(t *testing.T) {
 	st := c.Stats()
 	t.Logf("items %d (window %d), evictions %d, by pages %d, rebuilds %d", st.CurrItems, st.WindowItems, st.Evictions, st.ByteEvictions, st.Rebuilds)
 }
+
+// TestWorthOffer checks the window's size filter: a record no larger than the shard's mean
+// chunk always goes on to the main space, a larger one with probability (mean/size)^4.
+func TestWorthOffer(t *testing.T) {
+	tests := []struct {
+		name     string
+		size     int   // the record's chunk
+		mean     int64 // the shard's mean chunk
+		min, max float64
+	}{
+		{"smaller than the mean", 100, 1000, 1, 1},
+		{"the mean (one value size)", 1000, 1000, 1, 1},
+		{"a fifth larger", 1200, 1000, 0.45, 0.52},  // (1/1.2)^4 = 0.48
+		{"twice the mean", 2000, 1000, 0.05, 0.075}, // 1/16
+		{"ten times", 10000, 1000, 0, 0.001},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &shard{n: 10, recBytes: 10 * tt.mean, rnd: 1}
+			r := make(record, 0, tt.size)
+			const tries = 20000
+			yes := 0
+			for range tries {
+				if s.worthOfferLocked(r) {
+					yes++
+				}
+			}
+			if got := float64(yes) / tries; got < tt.min || got > tt.max {
+				t.Errorf("offered %.3f of the time, want %.3f to %.3f", got, tt.min, tt.max)
+			}
+		})
+	}
+}

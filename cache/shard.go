@@ -40,6 +40,7 @@ type shard struct {
 	stealing  int                          // bytes evicted since a chunk or a page was last found
 	pageHand  int                          // next page a class takes when it must take one
 	empty     int                          // slab pages (not large records) without a live record
+	rnd       uint64                       // worthOfferLocked's xorshift state, never 0
 	pushes    uint64                       // chunks freed (pushFreeLocked)
 	spareMiss uint64                       // pushes when sparePageLocked last found nothing
 	keep      uint32                       // a chunk a store still reads while it makes room: never evicted

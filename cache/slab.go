@@ -23,6 +23,7 @@ const (
 	noHandle  = ^uint32(0) // no chunk
 	maxPages  = 1 << 16    // page indexes fit the handle's upper 16 bits
 	spareGate = 32         // chunks freed before sparePageLocked looks again after finding nothing
+	growPage  = 64 << 10   // a class's pages grow to this (see nextPage)
 )
 
 // handle names chunk i of page p.
@@ -164,9 +165,10 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 }
 
 // nextPage is the size of class cl's next page: 2 chunks, doubling with each page the class
-// has, rounded as roundMem does.
+// has up to growPage (or 4 chunks) and maxPage, rounded as roundMem does.
 func (s *shard) nextPage(cl int) int {
-	return s.roundMem(min(slabSizes[cl]<<(1+min(s.slab[cl].pages, 20)), s.cfg.maxPage))
+	size := slabSizes[cl]
+	return s.roundMem(min(size<<(1+min(s.slab[cl].pages, 20)), max(growPage, 4*size), s.cfg.maxPage))
 }
 
 // takeLocked pops a free chunk of class cl, or carves one from its page.
