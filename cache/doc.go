@@ -44,9 +44,11 @@
 // is offered, so the window's items are the cheap ones. Every lookup counts in go-tinylfu's
 // frequency sketch, window items' too, so an offered item competes with its real history; as
 // go-tinylfu's doorkeeper turns down every key the first time it is a candidate, an item read
-// since it was stored is offered once more when that happens. A declined item is dropped
-// (counted in evictions) and a later Get misses; Store still returned Stored, as memcached
-// accepts a set whose item is evicted right away. Peek and Walk read records without an access.
+// since it was stored is offered once more when that happens. A record larger than the shard's
+// mean chunk is offered only with probability (mean/size)^4, else evicted (worthOfferLocked): a
+// byte holds more hits in small items. A declined item is dropped (counted in evictions) and a
+// later Get misses; Store still returned Stored, as memcached accepts a set whose item is
+// evicted right away. Peek and Walk read records without an access.
 //
 // # Memory bound
 //
