@@ -68,11 +68,15 @@ func (c Config) Validate() error {
 	if c.WindowPercent < 0 || c.WindowPercent > 99 {
 		return fmt.Errorf("%w: WindowPercent must be 0 to 99, got %d", ErrInvalidConfig, c.WindowPercent)
 	}
-	if c.Shards < 0 || c.Shards > maxShards || c.Shards&(c.Shards-1) != 0 {
+	if !ValidShards(c.Shards) {
 		return fmt.Errorf("%w: Shards must be 0 or a power of two up to %d, got %d", ErrInvalidConfig, maxShards, c.Shards)
 	}
 	return nil
 }
+
+// ValidShards reports whether n is a shard count Config accepts: 0 (the default) or a power of
+// two up to 65536.
+func ValidShards(n int) bool { return n >= 0 && n <= maxShards && n&(n-1) == 0 }
 
 // maxItemSize returns the effective item size limit.
 func (c Config) maxItemSize() int64 {

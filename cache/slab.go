@@ -4,8 +4,7 @@ import "slices"
 
 // Slab memory (see the package comment's Layout and Memory bound): a class's first page holds
 // 2 chunks and each further one twice the one before, up to growPage (or 4 chunks) and maxPage
-// bytes, so a class in little
-// use holds little memory and a busy one few pages. A shard has up to ~100 classes in use when
+// bytes, so a class in little use holds little memory and a busy one few pages. A shard has up to ~100 classes in use when
 // value sizes vary: a first page of 16 chunks (32 KiB for 2 KB records) left half of -m in pages
 // no record was ever carved from (TestVariableSizesFillMemory).
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tandemcache/tandem/cache"
 	"github.com/tandemcache/tandem/reactor"
 )
 
@@ -154,7 +155,7 @@ func (c *Config) Validate() error {
 	if c.MemoryMB < 1 {
 		errs = append(errs, fmt.Errorf("-m: memory limit must be >= 1 MB, got %d", c.MemoryMB))
 	}
-	if c.Shards < 0 || c.Shards > 1<<16 || c.Shards&(c.Shards-1) != 0 {
+	if !cache.ValidShards(c.Shards) {
 		errs = append(errs, fmt.Errorf("--shards: must be 0 or a power of two up to 65536, got %d", c.Shards))
 	}
 	if c.MaxConns < 1 {
