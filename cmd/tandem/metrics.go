@@ -382,9 +382,11 @@ func newStatsCollector(src metricsSources) *statsCollector {
 			func(s *cache.Stats) uint64 { return s.IndexEntries }},
 		{d("tandem_cache_tombstones", "Deleted, expired or evicted entries still remembered by TinyLFU."), gauge,
 			func(s *cache.Stats) uint64 { return s.Tombstones }},
+		{d("tandem_cache_window_items", "Items in the shards' recency windows, not yet offered to TinyLFU (the rest are in the main space)."), gauge,
+			func(s *cache.Stats) uint64 { return s.WindowItems }},
 		{d("tandem_cache_rebuilds_total", "TinyLFU index rebuilds (grow, shrink, tombstone purge)."), counter,
 			func(s *cache.Stats) uint64 { return s.Rebuilds }},
-		{d("tandem_cache_byte_evictions_total", "Evictions made by byte pressure from the cold end of a shard's list, not by TinyLFU."), counter,
+		{d("tandem_cache_byte_evictions_total", "Evictions of the items on a page taken for another size class or released for room, not by TinyLFU."), counter,
 			func(s *cache.Stats) uint64 { return s.ByteEvictions }},
 	}
 	return c

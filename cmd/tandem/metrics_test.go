@@ -127,6 +127,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			{"tandem_pool_parked", -1},
 			{"tandem_pool_overloads_total", -1},
 			{"tandem_cache_shards", -1},
+			{"tandem_cache_window_items", 3}, // new items enter the window
 			{`tandem_connections_closed_total{reason="idle"}`, 0},
 			{fmt.Sprintf(`tandem_info{mode=%q,version="0.1.0"}`, mode), 1},
 			{"go_goroutines", -1},

@@ -170,6 +170,7 @@ func (h *Handler) appendSlabsStats(out []byte) []byte {
 			{"tandem_index_capacity", s.IndexCapacity},
 			{"tandem_index_entries", s.IndexEntries},
 			{"tandem_tombstones", s.Tombstones},
+			{"tandem_window_items", s.WindowItems},
 		} {
 			out = protocol.AppendStatString(out, prefix+f.name, strconv.FormatUint(f.v, 10))
 		}
