@@ -165,10 +165,22 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 }
 
 // nextPage is the size of class cl's next page: 2 chunks, doubling with each page the class
-// has up to growPage (or 4 chunks) and maxPage, rounded as roundMem does.
+// has up to growPage (or 4 chunks) and maxPage, rounded as roundMem does. A mapped page of
+// growPage or more takes the length between half and twice that, in OS pages and at most
+// maxPage, whose tail (too short for a chunk) is the smallest share of it.
 func (s *shard) nextPage(cl int) int {
 	size := slabSizes[cl]
-	return s.roundMem(min(size<<(1+min(s.slab[cl].pages, 20)), max(growPage, 4*size), s.cfg.maxPage))
+	n := s.roundMem(min(size<<(1+min(s.slab[cl].pages, 20)), max(growPage, 4*size), s.cfg.maxPage))
+	if n < growPage || s.file != nil {
+		return n
+	}
+	best := n
+	for l := (n/2 + osPage - 1) &^ (osPage - 1); l <= min(2*n, s.cfg.maxPage); l += osPage {
+		if l%size*best < best%size*l {
+			best = l
+		}
+	}
+	return best
 }
 
 // takeLocked pops a free chunk of class cl, or carves one from its page.
