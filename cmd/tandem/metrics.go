@@ -1,19 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/rs/zerolog"
 
 	"github.com/tandemcache/tandem/cache"
@@ -37,8 +37,9 @@ var latencyBuckets = []float64{
 // nothing, which is what serve uses when --metrics-listen is empty.
 type metrics struct {
 	cfg     *Config
-	reg     *prometheus.Registry
-	latency prometheus.Histogram
+	set     *vm.Set // the latency histogram
+	latency *vm.PrometheusHistogram
+	extra   []func(e *expo) // families added after start-up (TLS)
 	srv     *http.Server
 	ln      net.Listener
 }
@@ -58,16 +59,12 @@ func newMetrics(cfg *Config) *metrics {
 	if cfg.MetricsListen == "" {
 		return nil
 	}
-	m := &metrics{cfg: cfg, reg: prometheus.NewRegistry()}
-	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "tandem_request_latency_seconds",
-		Help: "Time from a batch of requests arriving to its replies being handed to the socket, " +
-			"sampled for one batch in 64 per connection.",
-		Buckets: latencyBuckets,
-	})
-	m.reg.MustRegister(m.latency,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The library's families get "# HELP" (without text) and "# TYPE" lines.
+	vm.ExposeMetadata(true)
+	m := &metrics{cfg: cfg, set: vm.NewSet()}
+	// Time from a batch of requests arriving to its replies being handed to
+	// the socket, sampled for one batch in 64 per connection.
+	m.latency = m.set.NewPrometheusHistogramExt("tandem_request_latency_seconds", latencyBuckets)
 	return m
 }
 
@@ -77,7 +74,7 @@ func (m *metrics) latencyObserver() func(time.Duration) {
 	if m == nil {
 		return nil
 	}
-	return func(d time.Duration) { m.latency.Observe(d.Seconds()) }
+	return func(d time.Duration) { m.latency.Update(d.Seconds()) }
 }
 
 // Sampling rates of the contention profiles, on with --pprof only: one
@@ -104,17 +101,16 @@ func (m *metrics) start(log zerolog.Logger, src metricsSources) error {
 	if m == nil {
 		return nil
 	}
-	m.reg.MustRegister(newStatsCollector(src))
 	ln, err := net.Listen("tcp", m.cfg.MetricsListen)
 	if err != nil {
 		return err
 	}
+	// VictoriaMetrics/metrics reports a failed read of /proc, and net/http
+	// a failed accept, with the standard log package: send it to ours.
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(stdlogWriter{log.With().Str("component", "metrics").Logger()})
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:            promLogger{log},
-		MaxRequestsInFlight: 4,
-		Timeout:             10 * time.Second,
-	}))
+	mux.Handle("/metrics", http.TimeoutHandler(m.handler(newStatsCollector(src)), scrapeTimeout, "scrape timed out\n"))
 	if m.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -144,57 +140,92 @@ func (m *metrics) stop() {
 	_ = m.srv.Shutdown(ctx)
 }
 
-// promLogger adapts zerolog to promhttp's error logger.
-type promLogger struct{ l zerolog.Logger }
+// stdlogWriter logs each line the standard log package prints as a warning.
+type stdlogWriter struct{ l zerolog.Logger }
 
-func (p promLogger) Println(v ...any) {
-	p.l.Error().Str("component", "metrics").Msg(fmt.Sprint(v...))
+func (w stdlogWriter) Write(p []byte) (int, error) {
+	w.l.Warn().Msg(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Scrapes served at once (more are refused with 503) and how long one may
+// take.
+const (
+	maxScrapes    = 4
+	scrapeTimeout = 10 * time.Second
+)
+
+// handler serves /metrics: tandem's families from sc (and m.extra), then the
+// latency histogram, the Go runtime's and the process's.
+func (m *metrics) handler(sc *statsCollector) http.Handler {
+	inFlight := make(chan struct{}, maxScrapes)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case inFlight <- struct{}{}:
+			defer func() { <-inFlight }()
+		default:
+			http.Error(w, "too many scrapes at once", http.StatusServiceUnavailable)
+			return
+		}
+		var e expo
+		sc.collect(&e)
+		for _, add := range m.extra {
+			add(&e)
+		}
+		var b bytes.Buffer
+		_ = e.writeTo(&b)
+		m.set.WritePrometheus(&b)
+		vm.WriteProcessMetrics(&b)
+		vm.WriteFDMetrics(&b)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write(b.Bytes())
+	})
 }
 
 // statMetric maps one general statistic onto a metric.
 type statMetric struct {
-	desc  *prometheus.Desc
-	vt    prometheus.ValueType
+	desc  *family
+	vt    valueType
 	value func(s *handler.Stats) float64
 }
 
 // shardMetric maps one per-shard value onto a metric labelled by slab
 // (memcached's slab class; tandem's shard number + 1, as in "stats items").
 type shardMetric struct {
-	desc  *prometheus.Desc
-	vt    prometheus.ValueType
+	desc  *family
+	vt    valueType
 	value func(s *cache.ShardStats) uint64
 }
 
 // settingMetric maps one "stats settings" value onto a gauge.
 type settingMetric struct {
-	desc    *prometheus.Desc
+	desc    *family
 	setting string
 }
 
 // statsCollector turns tandem's stats into metrics at scrape time.
 type statsCollector struct {
 	src          metricsSources
-	up           *prometheus.Desc
-	version      *prometheus.Desc
-	info         *prometheus.Desc
-	commands     *prometheus.Desc
-	closed       *prometheus.Desc
-	lruHits      *prometheus.Desc // memcached_slab_lru_hits_total{slab,lru}
-	slabCommands *prometheus.Desc // memcached_slab_commands_total{slab,command,status}
+	up           *family
+	version      *family
+	info         *family
+	commands     *family
+	closed       *family
+	lruHits      *family // memcached_slab_lru_hits_total{slab,lru}
+	slabCommands *family // memcached_slab_commands_total{slab,command,status}
 	general      []statMetric
 	settings     []settingMetric
 	shards       []shardMetric
 	cacheIdx     []struct {
-		desc  *prometheus.Desc
-		vt    prometheus.ValueType
+		desc  *family
+		vt    valueType
 		value func(s *cache.Stats) uint64
 	}
 }
 
 func newStatsCollector(src metricsSources) *statsCollector {
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, labels, nil)
+	d := func(name, help string, labels ...string) *family {
+		return newFamily(name, help, labels...)
 	}
 	c := &statsCollector{
 		src:      src,
@@ -207,10 +238,10 @@ func newStatsCollector(src metricsSources) *statsCollector {
 		slabCommands: d("memcached_slab_commands_total",
 			"Total number of all requests broken down by command (get, set, etc.) and status per slab.", "slab", "command", "status"),
 	}
-	g := func(name, help string, vt prometheus.ValueType, v func(s *handler.Stats) float64) statMetric {
+	g := func(name, help string, vt valueType, v func(s *handler.Stats) float64) statMetric {
 		return statMetric{desc: d(name, help), vt: vt, value: v}
 	}
-	counter, gauge := prometheus.CounterValue, prometheus.GaugeValue
+	counter, gauge := counterValue, gaugeValue
 	srv := func(c handler.ServerCounter) func(s *handler.Stats) float64 {
 		return func(s *handler.Stats) float64 { return float64(s.Server.Counters[c]) }
 	}
@@ -312,7 +343,7 @@ func newStatsCollector(src metricsSources) *statsCollector {
 		set("memcached_lru_crawler_hot_max_factor", "Set idle age of HOT LRU to COLD age * this", "hot_max_factor"),
 		set("memcached_lru_crawler_warm_max_factor", "Set idle age of WARM LRU to COLD age * this", "warm_max_factor"),
 	}
-	sh := func(name, help string, vt prometheus.ValueType, v func(s *cache.ShardStats) uint64) shardMetric {
+	sh := func(name, help string, vt valueType, v func(s *cache.ShardStats) uint64) shardMetric {
 		return shardMetric{desc: d(name, help, "slab"), vt: vt, value: v}
 	}
 	zero := func(*cache.ShardStats) uint64 { return 0 }
@@ -369,8 +400,8 @@ func newStatsCollector(src metricsSources) *statsCollector {
 			slab(func(v handler.SlabView) uint64 { return v.FreeChunksEnd })),
 	}
 	type cm = struct {
-		desc  *prometheus.Desc
-		vt    prometheus.ValueType
+		desc  *family
+		vt    valueType
 		value func(s *cache.Stats) uint64
 	}
 	c.cacheIdx = []cm{
@@ -392,67 +423,48 @@ func newStatsCollector(src metricsSources) *statsCollector {
 	return c
 }
 
-// Describe implements prometheus.Collector.
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.version, c.info, c.commands, c.closed, c.lruHits, c.slabCommands} {
-		ch <- d
-	}
-	for _, m := range c.general {
-		ch <- m.desc
-	}
-	for _, m := range c.settings {
-		ch <- m.desc
-	}
-	for _, m := range c.shards {
-		ch <- m.desc
-	}
-	for _, m := range c.cacheIdx {
-		ch <- m.desc
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+// collect adds a scrape's samples to e.
+func (c *statsCollector) collect(e *expo) {
 	st := c.src.Handler.Stats()
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(c.version, prometheus.GaugeValue, 1, handler.Version)
-	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, version, st.Server.Mode)
+	e.add(c.up, gaugeValue, 1)
+	e.add(c.version, gaugeValue, 1, handler.Version)
+	e.add(c.info, gaugeValue, 1, version, st.Server.Mode)
 	for _, m := range c.general {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.vt, m.value(&st))
+		e.add(m.desc, m.vt, m.value(&st))
 	}
-	c.collectCommands(ch, &st)
-	ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(st.Server.Counters[handler.ClosedOverflow]), "overflow")
-	ch <- prometheus.MustNewConstMetric(c.closed, prometheus.CounterValue, float64(st.Server.Counters[handler.ClosedIdle]), "idle")
+	c.collectCommands(e, &st)
+	e.add(c.closed, counterValue, float64(st.Server.Counters[handler.ClosedOverflow]), "overflow")
+	e.add(c.closed, counterValue, float64(st.Server.Counters[handler.ClosedIdle]), "idle")
 	for _, s := range c.src.Cache.ShardStats(nil) {
 		if s.CurrItems == 0 && s.CmdSet == 0 {
 			continue // like "stats items": only shards in use
 		}
 		slab := strconv.Itoa(s.Shard + 1)
 		for _, m := range c.shards {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.vt, float64(m.value(&s)), slab)
+			e.add(m.desc, m.vt, float64(m.value(&s)), slab)
 		}
 		for _, lru := range [...]string{"hot", "warm", "cold", "temporary"} {
 			hits := uint64(0)
 			if lru == "cold" {
 				hits = s.GetHits
 			}
-			ch <- prometheus.MustNewConstMetric(c.lruHits, prometheus.CounterValue, float64(hits), slab, lru)
+			e.add(c.lruHits, counterValue, float64(hits), slab, lru)
 		}
-		c.collectSlabCommands(ch, slab, &s.Stats)
+		c.collectSlabCommands(e, slab, &s.Stats)
 	}
-	c.collectSettings(ch)
+	c.collectSettings(e)
 	cs := c.src.Cache.Stats()
 	for _, m := range c.cacheIdx {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.vt, float64(m.value(&cs)))
+		e.add(m.desc, m.vt, float64(m.value(&cs)))
 	}
 }
 
 // collectCommands emits memcached_commands_total as memcached_exporter
 // derives it from the stats fields.
-func (c *statsCollector) collectCommands(ch chan<- prometheus.Metric, st *handler.Stats) {
+func (c *statsCollector) collectCommands(e *expo, st *handler.Stats) {
 	cs := &st.Cache
 	emit := func(v uint64, command, status string) {
-		ch <- prometheus.MustNewConstMetric(c.commands, prometheus.CounterValue, float64(v), command, status)
+		e.add(c.commands, counterValue, float64(v), command, status)
 	}
 	emit(cs.GetHits, "get", "hit")
 	emit(cs.GetMisses, "get", "miss")
@@ -482,9 +494,9 @@ func b2f(v bool) float64 {
 
 // collectSlabCommands emits memcached_slab_commands_total for one class as
 // memcached_exporter derives it from "stats slabs".
-func (c *statsCollector) collectSlabCommands(ch chan<- prometheus.Metric, slab string, s *cache.Stats) {
+func (c *statsCollector) collectSlabCommands(e *expo, slab string, s *cache.Stats) {
 	emit := func(v uint64, command, status string) {
-		ch <- prometheus.MustNewConstMetric(c.slabCommands, prometheus.CounterValue, float64(v), slab, command, status)
+		e.add(c.slabCommands, counterValue, float64(v), slab, command, status)
 	}
 	emit(s.GetHits, "get", "hit")
 	emit(s.DeleteHits, "delete", "hit")
@@ -501,7 +513,7 @@ func (c *statsCollector) collectSlabCommands(ch chan<- prometheus.Metric, slab s
 // only while memcached's crawler is on; tandem always does, with its
 // crawler reported off (lru_crawler no: tandem has none; its expiry sweep
 // does that work).
-func (c *statsCollector) collectSettings(ch chan<- prometheus.Metric) {
+func (c *statsCollector) collectSettings(e *expo) {
 	if c.src.Settings == nil {
 		return
 	}
@@ -526,6 +538,6 @@ func (c *statsCollector) collectSettings(ch chan<- prometheus.Metric) {
 				continue
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.GaugeValue, f)
+		e.add(m.desc, gaugeValue, f)
 	}
 }

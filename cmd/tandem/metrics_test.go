@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // metricsAddr returns the address the server logged for its metrics endpoint.
@@ -65,6 +69,48 @@ func promSamples(t *testing.T, body string) map[string]float64 {
 	return out
 }
 
+// checkExposition parses body with the Prometheus project's own text parser
+// (bad escapes, values or types), checks that each family's samples follow
+// its own TYPE line, once (the parser lets a split family through), and
+// checks the types of a few families.
+func checkExposition(t *testing.T, body string) {
+	t.Helper()
+	typed, cur := map[string]bool{}, ""
+	for line := range strings.SplitSeq(body, "\n") {
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			cur, _, _ = strings.Cut(f, " ")
+			if typed[cur] {
+				t.Errorf("second TYPE line for %s", cur)
+			}
+			typed[cur] = true
+		} else if line != "" && !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, cur) {
+			t.Errorf("sample %q outside its family (after TYPE %s)", line, cur)
+		}
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
+	for name, want := range map[string]dto.MetricType{
+		"memcached_commands_total":       dto.MetricType_COUNTER,
+		"memcached_current_items":        dto.MetricType_GAUGE,
+		"memcached_slab_current_items":   dto.MetricType_GAUGE,
+		"tandem_request_latency_seconds": dto.MetricType_HISTOGRAM,
+		"process_resident_memory_bytes":  dto.MetricType_GAUGE,
+		"go_goroutines":                  dto.MetricType_GAUGE,
+	} {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("family %s missing", name)
+			continue
+		}
+		if f.GetType() != want {
+			t.Errorf("family %s: type %v, want %v", name, f.GetType(), want)
+		}
+	}
+}
+
 // TestMetricsEndpoint scrapes /metrics after known traffic in every mode and
 // checks memcached_exporter's names and tandem's own.
 func TestMetricsEndpoint(t *testing.T) {
@@ -99,6 +145,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("/metrics status %d:\n%s", code, body)
 		}
+		checkExposition(t, body)
 		m := promSamples(t, body)
 		want := []struct {
 			name  string

@@ -1,16 +1,12 @@
 package main
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-)
-
 // tlsCollector serves the TLS metrics: handshakes, their failures, protocol
 // errors, and the certificate's expiry (operators alert on it) and load
 // time. The counters are the reactor's own, never reset by "stats reset".
 type tlsCollector struct {
 	st                                     *certStore
-	handshakes, errors, timeouts, protoErr *prometheus.Desc
-	expiry, loaded                         *prometheus.Desc
+	handshakes, errors, timeouts, protoErr *family
+	expiry, loaded                         *family
 }
 
 // registerTLS adds the TLS metrics; nothing without -Z or metrics.
@@ -18,10 +14,10 @@ func (m *metrics) registerTLS(st *certStore) {
 	if m == nil || st == nil {
 		return
 	}
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, labels, nil)
+	d := func(name, help string, labels ...string) *family {
+		return newFamily(name, help, labels...)
 	}
-	m.reg.MustRegister(&tlsCollector{
+	tc := &tlsCollector{
 		st:         st,
 		handshakes: d("tandem_tls_handshakes_total", "TLS handshakes completed, by whether they resumed a session.", "resumed"),
 		errors:     d("tandem_tls_handshake_errors_total", "TLS handshakes that failed or timed out (ssl_handshake_errors)."),
@@ -29,28 +25,22 @@ func (m *metrics) registerTLS(st *certStore) {
 		protoErr:   d("tandem_tls_proto_errors_total", "TLS connections closed on a protocol error after the handshake (ssl_proto_errors)."),
 		expiry:     d("tandem_tls_cert_expiry_timestamp_seconds", "Expiry (NotAfter) of the served certificate, unix seconds."),
 		loaded:     d("tandem_tls_cert_loaded_timestamp_seconds", "When the certificate was last loaded (start, refresh_certs, SIGHUP), unix seconds."),
-	})
-}
-
-// Describe implements prometheus.Collector.
-func (c *tlsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.handshakes, c.errors, c.timeouts, c.protoErr, c.expiry, c.loaded} {
-		ch <- d
 	}
+	m.extra = append(m.extra, tc.collect)
 }
 
-// Collect implements prometheus.Collector.
-func (c *tlsCollector) Collect(ch chan<- prometheus.Metric) {
+// collect adds the TLS samples to e.
+func (c *tlsCollector) collect(e *expo) {
 	n := c.st.counters
 	cur := c.st.cur.Load()
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	counter := func(d *family, v uint64, labels ...string) {
+		e.add(d, counterValue, float64(v), labels...)
 	}
 	counter(c.handshakes, n.NewSessions.Load(), "false")
 	counter(c.handshakes, n.Resumed.Load(), "true")
 	counter(c.errors, n.HandshakeErrors.Load())
 	counter(c.timeouts, n.HandshakeTimeouts.Load())
 	counter(c.protoErr, n.ProtoErrors.Load())
-	ch <- prometheus.MustNewConstMetric(c.expiry, prometheus.GaugeValue, float64(cur.notAfter.Unix()))
-	ch <- prometheus.MustNewConstMetric(c.loaded, prometheus.GaugeValue, float64(cur.loaded.Unix()))
+	e.add(c.expiry, gaugeValue, float64(cur.notAfter.Unix()))
+	e.add(c.loaded, gaugeValue, float64(cur.loaded.Unix()))
 }
