@@ -117,6 +117,17 @@ func (s *shard) accessLocked(h uint64, r record) {
 	}
 }
 
+// storedLocked gives r, a record just stored, a second lap in the window (stRef, as if hit)
+// when it is a window record whose chunk is at most 3/4 of the shard's mean: with every key worth
+// one hit, a byte holds more hits in a small item (as in worthOfferLocked), and at the window's
+// exit go-tinylfu weighs frequency only. With one value size no record qualifies
+// (docs/benchmarks.md, section 12c).
+func (s *shard) storedLocked(r record) {
+	if r.state()&stMain == 0 && 4*int64(cap(r))*int64(s.n) <= 3*s.recBytes {
+		r[offState] |= stRef
+	}
+}
+
 // enterWindowLocked queues the record in chunk j, new to the window or moved to j.
 func (s *shard) enterWindowLocked(j uint32, r record) {
 	s.wn++

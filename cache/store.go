@@ -43,6 +43,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 		r.setExptime(exp)
 		r.setAtime(uint32(s.now))
 		r.setState(0)
+		s.storedLocked(r)
 	} else if old != nil {
 		s.killLocked(i) // stored but already expired: the old item goes, nothing new is visible
 	}

@@ -16,7 +16,8 @@ import (
 // TANDEM_TRACE=path (an ARC trace, decompressed: `start count ignored reqno`, each 512-byte block
 // one key; Megiddo and Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache", FAST 2003)
 // or TANDEM_TRACE=zipf:THETA:KEYS:REQUESTS, with TANDEM_TRACE_VALUE (bytes) and
-// TANDEM_TRACE_MB (-m).
+// TANDEM_TRACE_MB (-m); TANDEM_TRACE_VALUE_MIN varies the value size per key from that to
+// TANDEM_TRACE_VALUE bytes.
 func TestTraceReplay(t *testing.T) {
 	spec := os.Getenv("TANDEM_TRACE")
 	if spec == "" {
@@ -52,6 +53,7 @@ func TestTraceReplay(t *testing.T) {
 	}
 	c, _ := newTestCache(t, Config{MaxBytes: int64(mb) << 20, WindowPercent: window})
 	val := make([]byte, value)
+	vmin, _ := strconv.Atoi(os.Getenv("TANDEM_TRACE_VALUE_MIN"))
 	hits, counted := 0, 0
 	warm, _ := strconv.Atoi(os.Getenv("TANDEM_TRACE_WARM")) // requests not counted
 	var key []byte
@@ -72,7 +74,11 @@ func TestTraceReplay(t *testing.T) {
 				hits++
 			}
 		} else {
-			c.Store(Set, key, val, 0, 0, 0)
+			v := val
+			if vmin > 0 {
+				v = val[:vmin+int((k*0x9E3779B97F4A7C15)>>33)%(value-vmin+1)]
+			}
+			c.Store(Set, key, v, 0, 0, 0)
 		}
 	}
 	freeBy := map[int]int{}
