@@ -46,7 +46,8 @@
 // go-tinylfu's doorkeeper turns down every key the first time it is a candidate, an item read
 // since it was stored is offered once more when that happens. A record larger than the shard's
 // mean chunk is offered only with probability (mean/size)^4, else evicted (worthOfferLocked): a
-// byte holds more hits in small items. A declined item is dropped (counted in evictions) and a
+// byte holds more hits in small items; for the same reason a new record of at most 3/4 of the mean
+// gets a second lap in the window (storedLocked). A declined item is dropped (counted in evictions) and a
 // later Get misses; Store still returned Stored, as memcached accepts a set whose item is
 // evicted right away. Peek and Walk read records without an access.
 //
