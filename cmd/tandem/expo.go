@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,10 +47,16 @@ func newFamily(name, help string, labels ...string) *family {
 // expo collects one scrape's samples, grouped by family in the order each
 // family first appears.
 type expo struct {
-	families []*family
-	types    []valueType
-	rows     [][]byte // the rendered sample lines of families[i]
-	index    map[*family]int
+	groups []group
+	index  map[*family]int // into groups
+}
+
+// group is one family's samples: its type (from the first sample) and its
+// rendered sample lines.
+type group struct {
+	f    *family
+	vt   valueType
+	rows []byte
 }
 
 // add records one sample of f; labelValues go with f.labels, in order.
@@ -62,13 +66,11 @@ func (e *expo) add(f *family, vt valueType, v float64, labelValues ...string) {
 	}
 	i, ok := e.index[f]
 	if !ok {
-		i = len(e.families)
+		i = len(e.groups)
 		e.index[f] = i
-		e.families = append(e.families, f)
-		e.types = append(e.types, vt)
-		e.rows = append(e.rows, nil)
+		e.groups = append(e.groups, group{f: f, vt: vt})
 	}
-	b := append(e.rows[i], f.name...)
+	b := append(e.groups[i].rows, f.name...)
 	if len(f.labels) > 0 {
 		b = append(b, '{')
 		for n, j := range f.order {
@@ -83,45 +85,28 @@ func (e *expo) add(f *family, vt valueType, v float64, labelValues ...string) {
 		b = append(b, '}')
 	}
 	b = append(b, ' ')
-	b = appendFloat(b, v)
-	e.rows[i] = append(b, '\n')
+	b = strconv.AppendFloat(b, v, 'g', -1, 64) // +Inf, -Inf and NaN as the format spells them
+	e.groups[i].rows = append(b, '\n')
 }
 
-// writeTo writes every family collected.
-func (e *expo) writeTo(w io.Writer) error {
-	var b []byte
-	for i, f := range e.families {
-		b = append(b[:0], "# HELP "...)
-		b = append(b, f.name...)
+// appendTo appends every family collected to b.
+func (e *expo) appendTo(b []byte) []byte {
+	for _, g := range e.groups {
+		b = append(b, "# HELP "...)
+		b = append(b, g.f.name...)
 		b = append(b, ' ')
-		b = append(b, helpEscaper.Replace(f.help)...)
+		b = append(b, helpEscaper.Replace(g.f.help)...)
 		b = append(b, "\n# TYPE "...)
-		b = append(b, f.name...)
+		b = append(b, g.f.name...)
 		b = append(b, ' ')
-		b = append(b, e.types[i].String()...)
+		b = append(b, g.vt.String()...)
 		b = append(b, '\n')
-		b = append(b, e.rows[i]...)
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
+		b = append(b, g.rows...)
 	}
-	return nil
+	return b
 }
 
 var (
 	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 )
-
-// appendFloat formats v as the exposition format reads it.
-func appendFloat(b []byte, v float64) []byte {
-	switch {
-	case math.IsInf(v, 1):
-		return append(b, "+Inf"...)
-	case math.IsInf(v, -1):
-		return append(b, "-Inf"...)
-	case math.IsNaN(v):
-		return append(b, "NaN"...)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
-}

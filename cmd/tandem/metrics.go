@@ -39,7 +39,7 @@ type metrics struct {
 	cfg     *Config
 	set     *vm.Set // the latency histogram
 	latency *vm.PrometheusHistogram
-	extra   []func(e *expo) // families added after start-up (TLS)
+	extra   []func(e *expo) // more families (TLS), registered before start
 	srv     *http.Server
 	ln      net.Listener
 }
@@ -172,11 +172,10 @@ func (m *metrics) handler(sc *statsCollector) http.Handler {
 		for _, add := range m.extra {
 			add(&e)
 		}
-		var b bytes.Buffer
-		_ = e.writeTo(&b)
-		m.set.WritePrometheus(&b)
-		vm.WriteProcessMetrics(&b)
-		vm.WriteFDMetrics(&b)
+		b := bytes.NewBuffer(e.appendTo(nil))
+		m.set.WritePrometheus(b)
+		vm.WriteProcessMetrics(b)
+		vm.WriteFDMetrics(b)
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = w.Write(b.Bytes())
 	})
@@ -224,9 +223,7 @@ type statsCollector struct {
 }
 
 func newStatsCollector(src metricsSources) *statsCollector {
-	d := func(name, help string, labels ...string) *family {
-		return newFamily(name, help, labels...)
-	}
+	d := newFamily
 	c := &statsCollector{
 		src:      src,
 		up:       d("memcached_up", "Could the memcached server be reached."),

@@ -14,9 +14,7 @@ func (m *metrics) registerTLS(st *certStore) {
 	if m == nil || st == nil {
 		return
 	}
-	d := func(name, help string, labels ...string) *family {
-		return newFamily(name, help, labels...)
-	}
+	d := newFamily
 	tc := &tlsCollector{
 		st:         st,
 		handshakes: d("tandem_tls_handshakes_total", "TLS handshakes completed, by whether they resumed a session.", "resumed"),
