@@ -95,6 +95,30 @@ func checkServes(t *testing.T, bin string) {
 // and checks the checksums, the tarball's contents, the stamp in --version
 // and a version round trip (amd64, which this machine runs), and that the
 // arm64 binary is a static arm64 executable.
+// maxTrackedFile bounds the size of a file in the repository: the largest
+// legitimate one is a benchmark result of ~0.6 MB, and a memory file or a
+// binary committed by accident (a 128 MiB memory file once was) makes every
+// clone pay for it.
+const maxTrackedFile = 4 << 20
+
+// TestNoLargeFiles fails on a tracked file above maxTrackedFile. It skips
+// outside a git checkout (a source tarball).
+func TestNoLargeFiles(t *testing.T) {
+	out, err := exec.Command("git", "-C", repoRoot, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("SKIPPED: not a git checkout, or no git: %v", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		fi, err := os.Lstat(filepath.Join(repoRoot, name))
+		if err != nil {
+			continue // deleted in the working tree
+		}
+		if fi.Mode().IsRegular() && fi.Size() > maxTrackedFile {
+			t.Errorf("%s is %d bytes, above %d: committed by accident? (git rm it, or raise the bound if it belongs)", name, fi.Size(), maxTrackedFile)
+		}
+	}
+}
+
 func TestReleaseBuild(t *testing.T) {
 	needPackagingTests(t)
 	out := t.TempDir()
