@@ -3,7 +3,6 @@ package trace
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -69,21 +68,6 @@ func TestParseARCLineDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// readAll drains an ARCReader.
-func readAll(r *ARCReader) ([]uint64, error) {
-	var keys []uint64
-	for {
-		k, err := r.Next()
-		if err == io.EOF {
-			return keys, nil
-		}
-		if err != nil {
-			return keys, err
-		}
-		keys = append(keys, k)
-	}
-}
-
 func TestARCReader(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -104,7 +88,7 @@ func TestARCReader(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readAll(NewARCReader(strings.NewReader(tc.in)))
+			got, err := Load(NewARCReader(strings.NewReader(tc.in)))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("keys %v, want %v", got, tc.want)
 			}
@@ -190,7 +174,7 @@ func FuzzARCReader(f *testing.F) {
 				return // not expanded here; the bound keeps the fuzzer fast
 			}
 		}
-		got, err := readAll(NewARCReader(strings.NewReader(string(in))))
+		got, err := Load(NewARCReader(strings.NewReader(string(in))))
 		if (err != nil) != wantErr || !slices.Equal(got, want) {
 			t.Fatalf("%q: got %v, %v; want %v (error %v)", in, got, err, want, wantErr)
 		}
