@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Once the server listens, tandem unmaps its own executable's read-only
+// pages (code and read-only data, file-backed): start-up touched most of them
+// (flag parsing, help text, TLS and metrics set-up, every package's init), and
+// the kernel maps a read fault's neighbouring pages too, so ~85% of the 9 MB
+// binary stayed in the RSS although serving uses a fraction of it. The pages
+// the server uses again fault back from the page cache (minor faults, a few
+// hundred); the rest stay in the page cache as any file data nobody maps,
+// which the kernel reclaims first. Idle RSS 10.6 MB -> 5.1 MB, peak RSS of the
+// trace replays ~2 MB lower (docs/benchmarks.md, section 12a, "Taken (session
+// 19)"). Only mappings without a private copy of a page are dropped (see
+// droppableMappings), and none with -k, whose locked pages cannot be.
+
+// mapping is an address range of /proc/self/maps.
+type mapping struct{ start, end uintptr }
+
+// dropBinaryPages unmaps the executable's read-only pages and returns how
+// many bytes of mappings it dropped.
+func dropBinaryPages() (int, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		return 0, err
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range droppableMappings(smaps, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino) {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED); e != 0 {
+			return n, e
+		}
+		n += int(m.end - m.start)
+	}
+	return n, nil
+}
+
+// errMapsLine is returned by parseMapsLine for a line it cannot read.
+var errMapsLine = errors.New("maps: malformed line")
+
+// droppableMappings returns the mappings of smaps (the text of
+// /proc/self/smaps) whose pages can be unmapped without losing anything:
+// those of the file of device major:minor and inode ino, read-only ("r-xp",
+// "r--p"), none of whose pages is a private copy (Anonymous: 0 kB) or locked.
+// A private copy is data of the process's own: in a position-independent
+// build the loader relocates the read-only data after the relocations, and an
+// uprobe's breakpoint sits in such a copy; dropping it would bring back the
+// file's bytes. Writable mappings ("rw-p") are never returned.
+func droppableMappings(smaps []byte, major, minor uint32, ino uint64) []mapping {
+	var out []mapping
+	cur, ok := mapping{}, false // the mapping whose fields follow, if it qualifies
+	flush := func() {
+		if ok {
+			out = append(out, cur)
+		}
+		ok = false
+	}
+	for line := range bytes.Lines(smaps) {
+		if m, perms, dev, inode, err := parseMapsLine(line); err == nil {
+			flush()
+			cur, ok = m, inode == ino && dev == [2]uint32{major, minor} && (perms == "r-xp" || perms == "r--p")
+			continue
+		}
+		key, val, found := bytes.Cut(line, []byte(":"))
+		if !found || !ok {
+			continue
+		}
+		switch string(key) {
+		case "Anonymous", "Locked":
+			if f := bytes.Fields(val); len(f) == 0 || string(f[0]) != "0" {
+				ok = false
+			}
+		}
+	}
+	flush()
+	return out
+}
+
+// parseMapsLine reads a mapping's line of /proc/self/maps or smaps: "start-end
+// perms offset major:minor inode [path]".
+func parseMapsLine(line []byte) (m mapping, perms string, dev [2]uint32, ino uint64, err error) {
+	f := bytes.Fields(line)
+	if len(f) < 5 {
+		return m, "", dev, 0, errMapsLine
+	}
+	lo, hi, ok1 := bytes.Cut(f[0], []byte("-"))
+	maj, mnr, ok2 := bytes.Cut(f[3], []byte(":"))
+	start, err1 := strconv.ParseUint(string(lo), 16, 64)
+	end, err2 := strconv.ParseUint(string(hi), 16, 64)
+	dmaj, err3 := strconv.ParseUint(string(maj), 16, 32)
+	dmin, err4 := strconv.ParseUint(string(mnr), 16, 32)
+	ino, err5 := strconv.ParseUint(string(f[4]), 10, 64)
+	if !ok1 || !ok2 || errors.Join(err1, err2, err3, err4, err5) != nil || end <= start {
+		return m, "", dev, 0, errMapsLine
+	}
+	return mapping{uintptr(start), uintptr(end)}, string(f[1]), [2]uint32{uint32(dmaj), uint32(dmin)}, ino, nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestDroppableMappings(t *testing.T) {
+	// Each mapping's fields: Anonymous and Locked in kB (smaps has more).
+	entry := func(header string, anon, locked int) string {
+		return header + "\nRss:                 100 kB\nAnonymous:      " + strconv.Itoa(anon) +
+			" kB\nLocked:         " + strconv.Itoa(locked) + " kB\nVmFlags: rd ex mr mw me dw sd\n"
+	}
+	smaps := []byte(entry("00400000-00839000 r-xp 00000000 fe:00 9978580                            /usr/bin/tandem", 0, 0) +
+		entry("00839000-00cbf000 r--p 00439000 fe:00 9978580                            /usr/bin/tandem", 0, 0) +
+		entry("00cbf000-00d1f000 rw-p 008bf000 fe:00 9978580                            /usr/bin/tandem", 0, 0) +
+		entry("00d1f000-02d63000 rw-p 00000000 00:00 0", 176, 0) +
+		entry("01000000-01001000 r--p 00000000 fe:01 9978580                            /other/device/same/inode", 0, 0) +
+		entry("02000000-02001000 r--p 00000000 fe:00 1234                               /usr/lib/other", 0, 0) +
+		entry("03000000-03001000 r-xp 00000000 fe:00 9978580                            /usr/bin/tandem (deleted)", 0, 0) +
+		entry("04000000-04001000 rwxp 00000000 fe:00 9978580                            /usr/bin/tandem", 0, 0) +
+		entry("05000000-05100000 r--p 00500000 fe:00 9978580                            /usr/bin/tandem", 8, 0) + // relocated (PIE)
+		entry("06000000-06001000 r-xp 00600000 fe:00 9978580                            /usr/bin/tandem", 0, 4) + // locked
+		"garbage\n" +
+		entry("07000000-06000000 r--p 00000000 fe:00 9978580 /usr/bin/tandem", 0, 0) + // end before start
+		entry("08000000-08001000 r--p 00800000 fe:00 9978580                            /usr/bin/tandem", 0, 0))
+	got := droppableMappings(smaps, 0xfe, 0, 9978580)
+	want := []mapping{{0x400000, 0x839000}, {0x839000, 0xcbf000}, {0x3000000, 0x3001000}, {0x8000000, 0x8001000}}
+	if !slices.Equal(got, want) {
+		t.Errorf("droppableMappings = %x, want %x", got, want)
+	}
+}
+
+// TestDropBinaryPages drops this test binary's read-only pages and checks,
+// in /proc/self/smaps, that what stays resident of them is far less than
+// before (only what ran since faulted back).
+func TestDropBinaryPages(t *testing.T) {
+	before := exeRss(t)
+	n, err := dropBinaryPages()
+	if err != nil || n == 0 {
+		t.Fatalf("dropBinaryPages = %d, %v", n, err)
+	}
+	after := exeRss(t)
+	t.Logf("%d bytes of mappings dropped; resident %d kB -> %d kB", n, before, after)
+	if after*2 > before {
+		t.Errorf("the executable's read-only pages: %d kB resident before, %d kB after the drop", before, after)
+	}
+}
+
+// exeRss sums the Rss of this executable's read-only mappings, in kB.
+func exeRss(t *testing.T) int {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, in := 0, false
+	for line := range bytes.Lines(smaps) {
+		f := bytes.Fields(line)
+		switch {
+		case len(f) >= 6 && bytes.Contains(f[0], []byte("-")):
+			in = string(f[5]) == exe && (string(f[1]) == "r-xp" || string(f[1]) == "r--p")
+		case in && len(f) >= 2 && string(f[0]) == "Rss:":
+			kb, _ := strconv.Atoi(string(f[1]))
+			total += kb
+		}
+	}
+	if total == 0 {
+		t.Fatal("no resident read-only mapping of the executable in /proc/self/smaps")
+	}
+	return total
+}
+
+// TestServerDropsBinaryPages checks the running server: once it listens,
+// what stays resident of its executable's read-only mappings is well under
+// what start-up left (~85%), and with -k nothing is dropped.
+func TestServerDropsBinaryPages(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		below bool
+	}{
+		{"dropped", nil, true},
+		{"kept with -k", []string{"-k"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, "pool", tc.args...)
+			// The drop follows the "listening" line startServer waits for:
+			// give it up to 5 s when it is expected, 300 ms otherwise.
+			deadline := time.Now().Add(300 * time.Millisecond)
+			if tc.below {
+				deadline = time.Now().Add(5 * time.Second)
+			}
+			for {
+				rss, size := readOnlyResident(t, s.cmd.Process.Pid)
+				below := rss*10 < size*6
+				if below == tc.below && (below || time.Now().After(deadline)) {
+					t.Logf("%d of %d kB of the executable's read-only mappings resident", rss, size)
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d kB resident: under 60%% = %v, want %v", rss, size, below, tc.below)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// readOnlyResident sums Rss and Size, in kB, of process pid's mappings of
+// its executable that are read-only and hold no private page.
+func readOnlyResident(t *testing.T, pid int) (rss, size int) {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid)
+	exe, err := os.Readlink(dir + "/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smaps, err := os.ReadFile(dir + "/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for line := range bytes.Lines(smaps) {
+		f := bytes.Fields(line)
+		switch {
+		case len(f) >= 6 && bytes.Contains(f[0], []byte("-")):
+			in = string(f[5]) == exe && (string(f[1]) == "r-xp" || string(f[1]) == "r--p")
+		case in && len(f) >= 2 && (string(f[0]) == "Rss:" || string(f[0]) == "Size:"):
+			kb, _ := strconv.Atoi(string(f[1]))
+			if string(f[0]) == "Rss:" {
+				rss += kb
+			} else {
+				size += kb
+			}
+		case in && len(f) >= 2 && string(f[0]) == "Anonymous:" && string(f[1]) != "0":
+			t.Fatalf("%s: a read-only mapping of the executable holds private pages", dir)
+		}
+	}
+	if size == 0 {
+		t.Fatalf("%s: no read-only mapping of the executable %s", dir, exe)
+	}
+	return rss, size
+}
