@@ -54,9 +54,10 @@ var errMapsLine = errors.New("maps: malformed line")
 // those of the file of device major:minor and inode ino, read-only ("r-xp",
 // "r--p"), none of whose pages is a private copy (Anonymous: 0 kB) or locked.
 // A private copy is data of the process's own: in a position-independent
-// build the loader relocates the read-only data after the relocations, and an
-// uprobe's breakpoint sits in such a copy; dropping it would bring back the
-// file's bytes. Writable mappings ("rw-p") are never returned.
+// build the loader writes relocations into read-only data before protecting
+// it, and an uprobe's breakpoint sits in such a copy; dropping it would bring
+// back the file's bytes (a PIE build without this check dies of SIGSEGV at
+// once). Writable mappings ("rw-p") are never returned.
 func droppableMappings(smaps []byte, major, minor uint32, ino uint64) []mapping {
 	var out []mapping
 	cur, ok := mapping{}, false // the mapping whose fields follow, if it qualifies
