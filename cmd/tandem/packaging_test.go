@@ -91,10 +91,6 @@ func checkServes(t *testing.T, bin string) {
 	}
 }
 
-// TestReleaseBuild runs the release script for linux/amd64 and linux/arm64
-// and checks the checksums, the tarball's contents, the stamp in --version
-// and a version round trip (amd64, which this machine runs), and that the
-// arm64 binary is a static arm64 executable.
 // maxTrackedFile bounds the size of a file in the repository: the largest
 // legitimate one is a benchmark result of ~0.6 MB, and a memory file or a
 // binary committed by accident (a 128 MiB memory file once was) makes every
@@ -119,6 +115,10 @@ func TestNoLargeFiles(t *testing.T) {
 	}
 }
 
+// TestReleaseBuild runs the release script for linux/amd64 and linux/arm64
+// and checks the checksums, the tarball's contents, the stamp in --version
+// and a version round trip (amd64, which this machine runs), and that the
+// arm64 binary is a static arm64 executable.
 func TestReleaseBuild(t *testing.T) {
 	needPackagingTests(t)
 	out := t.TempDir()
