@@ -42,3 +42,45 @@ func testZeroAllocs(t *testing.T, cfg Config) {
 		t.Errorf("Arith/Touch/Delete: %v allocs, want 0", n)
 	}
 }
+
+// TestEvictionHookAllocs checks that the OnEvict hook ("watch evictions") costs
+// no allocation per eviction: a store of a new key and the eviction of it,
+// repeated, allocate nothing with the hook as without it.
+func TestEvictionHookAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	var seen int
+	var last string
+	c, _ := newTestCache(t, Config{MaxBytes: 1 << 20, Shards: 1, OnEvict: func(it *Item) {
+		seen++
+		if len(it.Key) > 0 && seen == 1 {
+			last = string(it.Key) // a copy: the Item is reused
+		}
+	}})
+	s := &c.shards[0]
+	key, val := []byte("evicted:key"), make([]byte, 100)
+	drop := func() {
+		if out, _ := c.Store(Set, key, val, 0, 0, 0); out != Stored {
+			t.Fatal(out)
+		}
+		s.mu.Lock()
+		i, r := s.lookupLocked(s.hash(key), key)
+		if r == nil {
+			s.mu.Unlock()
+			t.Fatal("stored key not found")
+		}
+		s.dropLocked(i)
+		s.mu.Unlock()
+	}
+	drop()
+	if n := testing.AllocsPerRun(1000, drop); n != 0 {
+		t.Errorf("store and evict with OnEvict: %v allocs, want 0", n)
+	}
+	if seen < 1000 || last != string(key) {
+		t.Errorf("OnEvict saw %d evictions, the first of key %q; want >= 1000 of %q", seen, last, key)
+	}
+	if s.evicted.Key != nil || s.evicted.Value != nil {
+		t.Error("the reused Item still points into a chunk after the hook")
+	}
+}
