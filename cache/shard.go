@@ -151,8 +151,8 @@ func (s *shard) dropLocked(h uint32) {
 		s.st.EvictedUnfetched += unfetched
 		if s.cfg.onEvict != nil {
 			// One Item per shard, not one per eviction: a 96-byte Item per
-			// eviction was a third of what the server allocated replaying ARC
-			// OLTP at -m 16 (CHANGELOG.md, session 19).
+			// eviction was 25 MB of the ~140 MB the server allocated replaying
+			// ARC OLTP at -m 16 (docs/benchmarks.md, section 12a).
 			s.evicted = Item{Key: r.key(), Value: r.value(), Flags: r.flags(), Exptime: int64(r.exptime()),
 				LastAccess: int64(r.atime()), Fetched: unfetched == 0, Now: s.now}
 			s.cfg.onEvict(&s.evicted)
