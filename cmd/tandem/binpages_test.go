@@ -42,44 +42,16 @@ func TestDroppableMappings(t *testing.T) {
 // in /proc/self/smaps, that what stays resident of them is far less than
 // before (only what ran since faulted back).
 func TestDropBinaryPages(t *testing.T) {
-	before := exeRss(t)
+	before, _ := readOnlyResident(t, os.Getpid())
 	n, err := dropBinaryPages()
 	if err != nil || n == 0 {
 		t.Fatalf("dropBinaryPages = %d, %v", n, err)
 	}
-	after := exeRss(t)
+	after, _ := readOnlyResident(t, os.Getpid())
 	t.Logf("%d bytes of mappings dropped; resident %d kB -> %d kB", n, before, after)
 	if after*2 > before {
 		t.Errorf("the executable's read-only pages: %d kB resident before, %d kB after the drop", before, after)
 	}
-}
-
-// exeRss sums the Rss of this executable's read-only mappings, in kB.
-func exeRss(t *testing.T) int {
-	t.Helper()
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	total, in := 0, false
-	for line := range bytes.Lines(smaps) {
-		f := bytes.Fields(line)
-		switch {
-		case len(f) >= 6 && bytes.Contains(f[0], []byte("-")):
-			in = string(f[5]) == exe && (string(f[1]) == "r-xp" || string(f[1]) == "r--p")
-		case in && len(f) >= 2 && string(f[0]) == "Rss:":
-			kb, _ := strconv.Atoi(string(f[1]))
-			total += kb
-		}
-	}
-	if total == 0 {
-		t.Fatal("no resident read-only mapping of the executable in /proc/self/smaps")
-	}
-	return total
 }
 
 // TestServerDropsBinaryPages checks the running server: once it listens,
