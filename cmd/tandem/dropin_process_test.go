@@ -156,7 +156,7 @@ func TestDaemon(t *testing.T) {
 	mp := readPidFile(t, mpid)
 	t.Cleanup(func() { _ = syscall.Kill(mp, syscall.SIGKILL) })
 	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
-	if !waitFor(5*time.Second, func() bool { return serves(maddr) }) {
+	if !waitFor(5*time.Second, func() bool { return testenv.ServedBy(maddr, mp) }) {
 		t.Errorf("memcached -d does not serve")
 	}
 	if sid := procStat(t, mp, 6); sid != strconv.Itoa(mp) {
@@ -185,21 +185,41 @@ func TestDaemonStartFailure(t *testing.T) {
 }
 
 // startMemcachedProc runs memcached in the foreground with args, waiting
-// until it serves.
-func startMemcachedProc(t *testing.T, extra ...string) (*exec.Cmd, string) {
+// until it serves; exited is closed when the process has exited and been
+// waited for.
+func startMemcachedProc(t *testing.T, extra ...string) (cmd *exec.Cmd, exited <-chan struct{}, addr string) {
 	t.Helper()
 	mc := testenv.NeedTool(t, "memcached", "memcached")
-	port := testenv.FreePort(t)
-	cmd := exec.Command(mc, mcArgs(port, extra...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	for range 3 { // another process may take the port before memcached binds it
+		port := testenv.FreePort(t)
+		cmd = exec.Command(mc, mcArgs(port, extra...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		stop := func() { _ = cmd.Process.Kill(); <-done }
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if waitFor(5*time.Second, func() bool {
+			return testenv.ServedBy(addr, cmd.Process.Pid) || isClosed(done)
+		}) && !isClosed(done) {
+			t.Cleanup(stop)
+			return cmd, done, addr
+		}
+		stop()
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if !waitFor(5*time.Second, func() bool { return serves(addr) }) {
-		t.Fatalf("memcached %v does not serve", extra)
+	t.Fatalf("memcached %v does not serve", extra)
+	return nil, nil, ""
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	return cmd, addr
 }
 
 // waitExit waits for cmd (already started) to exit and returns its status,
@@ -235,9 +255,7 @@ func TestSignals(t *testing.T) {
 	t.Run("memcached", func(t *testing.T) {
 		t.Parallel()
 		for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT} {
-			cmd, addr := startMemcachedProc(t)
-			exited := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(exited) }()
+			cmd, exited, addr := startMemcachedProc(t)
 			_ = cmd.Process.Signal(syscall.SIGHUP)
 			time.Sleep(100 * time.Millisecond)
 			if !serves(addr) {
@@ -279,7 +297,7 @@ func TestCoreDumps(t *testing.T) {
 	if soft, hard := limit(t, s.pid(), "Max core file size"); soft != hard {
 		t.Errorf("tandem -r: core limit %s, want the hard limit %s", soft, hard)
 	}
-	cmd, _ := startMemcachedProc(t, "-r")
+	cmd, _, _ := startMemcachedProc(t, "-r")
 	if soft, hard := limit(t, cmd.Process.Pid, "Max core file size"); soft != hard {
 		t.Errorf("memcached -r: core limit %s, want the hard limit %s", soft, hard)
 	}
@@ -293,7 +311,7 @@ func TestLockMemory(t *testing.T) {
 	if !locked && !strings.Contains(s.Log(), "mlockall failed") {
 		t.Fatalf("tandem -k: nothing locked and no warning\n%s", s.Log())
 	}
-	cmd, _ := startMemcachedProc(t, "-k", "-m", "8")
+	cmd, _, _ := startMemcachedProc(t, "-k", "-m", "8")
 	if mlocked := procStatus(t, cmd.Process.Pid, "VmLck") != "0 kB"; mlocked != locked {
 		t.Errorf("memory locked by tandem -k: %v, by memcached -k: %v", locked, mlocked)
 	}

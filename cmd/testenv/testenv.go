@@ -11,11 +11,13 @@
 package testenv
 
 import (
+	"bufio"
 	"bytes"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,6 +68,7 @@ func isExecutable(path string) bool {
 // Memcached is a running memcached, the reference of the differential tests.
 type Memcached struct {
 	Addr string // 127.0.0.1:port
+	Pid  int
 }
 
 // StartMemcached runs memcached on a free loopback port with -m 256 -t 2,
@@ -90,9 +93,11 @@ func StartMemcached(t testing.TB, extra ...string) *Memcached {
 		exited := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(exited) }()
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitListening(addr, exited, time.Minute) {
+		// Accepting is not enough: another test's server may have taken
+		// the port first, answering while this memcached fails to bind.
+		if waitListening(addr, exited, time.Minute) && ServedBy(addr, cmd.Process.Pid) {
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-			return &Memcached{Addr: addr}
+			return &Memcached{Addr: addr, Pid: cmd.Process.Pid}
 		}
 		_ = cmd.Process.Kill()
 		<-exited
@@ -101,6 +106,32 @@ func StartMemcached(t testing.TB, extra ...string) *Memcached {
 	}
 	t.Fatalf("could not start memcached:\n%s", log.String())
 	return nil
+}
+
+// ServedBy reports whether the server at addr is process pid, by the pid
+// its text-protocol `stats` gives (memcached and tandem both report it).
+// It tells a server from another process that took its port.
+func ServedBy(addr string, pid int) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a hang guard
+	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+		return false
+	}
+	want := "STAT pid " + strconv.Itoa(pid)
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		switch line := strings.TrimSuffix(sc.Text(), "\r"); {
+		case line == want:
+			return true
+		case line == "END" || strings.HasPrefix(line, "STAT pid "):
+			return false
+		}
+	}
+	return false
 }
 
 // waitListening dials addr until it accepts, the process exits, or the hang

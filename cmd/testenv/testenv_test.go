@@ -90,6 +90,9 @@ func TestFreePort(t *testing.T) {
 
 func TestStartMemcached(t *testing.T) {
 	mc := StartMemcached(t)
+	if !ServedBy(mc.Addr, mc.Pid) {
+		t.Fatalf("%s is not served by memcached's pid %d", mc.Addr, mc.Pid)
+	}
 	c, err := net.DialTimeout("tcp", mc.Addr, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -102,5 +105,47 @@ func TestStartMemcached(t *testing.T) {
 	buf := make([]byte, len("VERSION 1.6.18\r\n"))
 	if _, err := io.ReadFull(c, buf); err != nil || !strings.HasPrefix(string(buf), "VERSION ") {
 		t.Fatalf("memcached answered %q, %v", buf, err)
+	}
+}
+
+// TestServedBy checks that a listener counts as process pid's only when its
+// stats name that pid, so that StartMemcached does not take another
+// process that holds the port for memcached.
+func TestServedBy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply string
+		want  bool
+	}{
+		{"its pid", "STAT pid 4242\r\nSTAT uptime 1\r\nEND\r\n", true},
+		{"its pid after other stats", "STAT uptime 1\r\nSTAT pid 4242\r\nEND\r\n", true},
+		{"another pid", "STAT pid 42\r\nEND\r\n", false},
+		{"a pid with the same prefix", "STAT pid 42421\r\nEND\r\n", false},
+		{"no pid", "STAT uptime 1\r\nEND\r\n", false},
+		{"not memcached", "ERROR\r\n", false},
+		{"closes", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 64))
+				_, _ = io.WriteString(c, tc.reply)
+			}()
+			if got := ServedBy(ln.Addr().String(), 4242); got != tc.want {
+				t.Fatalf("ServedBy = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if ServedBy("127.0.0.1:1", 4242) {
+		t.Fatal("ServedBy with nothing listening = true")
 	}
 }

@@ -6,10 +6,12 @@
 package mctest
 
 import (
+	"bufio"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +51,8 @@ func Memcached(t testing.TB, extra ...string) string {
 			<-exited
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitListening(addr, exited) {
+		// Another process may hold the port while memcached fails to bind.
+		if waitListening(addr, exited) && servedBy(addr, cmd.Process.Pid) {
 			t.Cleanup(stop)
 			return addr
 		}
@@ -73,6 +76,32 @@ func waitListening(addr string, exited <-chan struct{}) bool {
 			return true
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// servedBy reports whether the server at addr is process pid, by the pid
+// its `stats` gives (the server module's testenv.ServedBy; this module
+// imports nothing from it).
+func servedBy(addr string, pid int) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a hang guard
+	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+		return false
+	}
+	want := "STAT pid " + strconv.Itoa(pid)
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		switch line := strings.TrimSuffix(sc.Text(), "\r"); {
+		case line == want:
+			return true
+		case line == "END" || strings.HasPrefix(line, "STAT pid "):
+			return false
+		}
 	}
 	return false
 }
