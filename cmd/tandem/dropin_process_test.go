@@ -156,7 +156,7 @@ func TestDaemon(t *testing.T) {
 	mp := readPidFile(t, mpid)
 	t.Cleanup(func() { _ = syscall.Kill(mp, syscall.SIGKILL) })
 	maddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
-	if !waitFor(5*time.Second, func() bool { return testenv.ServedBy(maddr, mp) }) {
+	if !waitFor(5*time.Second, func() bool { return testenv.Listens(mp, maddr) }) {
 		t.Errorf("memcached -d does not serve")
 	}
 	if sid := procStat(t, mp, 6); sid != strconv.Itoa(mp) {
@@ -201,7 +201,7 @@ func startMemcachedProc(t *testing.T, extra ...string) (cmd *exec.Cmd, exited <-
 		stop := func() { _ = cmd.Process.Kill(); <-done }
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if waitFor(5*time.Second, func() bool {
-			return testenv.ServedBy(addr, cmd.Process.Pid) || isClosed(done)
+			return testenv.Listens(cmd.Process.Pid, addr) || isClosed(done)
 		}) && !isClosed(done) {
 			t.Cleanup(stop)
 			return cmd, done, addr

@@ -83,13 +83,19 @@ func addrPort(a net.Addr) (netip.AddrPort, error) {
 // their plain form (not IPv4-mapped).
 type sockKey struct{ local, remote netip.AddrPort }
 
-// queues are a socket's send queue (bytes not yet acknowledged) and receive
-// queue (bytes not yet read by the application).
-type queues struct{ tx, rx int }
+// sockRow is what /proc/net/tcp says of a socket: its send queue (bytes not
+// yet acknowledged), its receive queue (bytes not yet read by the
+// application), whether it listens, and its inode (what /proc/PID/fd links
+// name as socket:[inode]).
+type sockRow struct {
+	tx, rx int
+	listen bool
+	inode  string
+}
 
 // tcpSockets reads every TCP socket of this network namespace.
-func tcpSockets() (map[sockKey]queues, error) {
-	out := map[sockKey]queues{}
+func tcpSockets() (map[sockKey]sockRow, error) {
+	out := map[sockKey]sockRow{}
 	for _, path := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) && path == "/proc/net/tcp6" {
@@ -108,14 +114,15 @@ func tcpSockets() (map[sockKey]queues, error) {
 }
 
 // parseTCPTable adds the sockets of one /proc/net/tcp{,6} table to out.
-// A line reads "sl local rem st tx_queue:rx_queue ...", addresses as
+// A line reads "sl local rem st tx_queue:rx_queue tr:when retrnsmt uid
+// timeout inode ...", st 0A for a listener, addresses as
 // hex(address):hex(port), the address in 32-bit words of host byte order.
-func parseTCPTable(f io.Reader, out map[sockKey]queues) error {
+func parseTCPTable(f io.Reader, out map[sockKey]sockRow) error {
 	sc := bufio.NewScanner(f)
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
+		if len(fields) < 10 {
 			continue
 		}
 		local, err1 := parseProcAddr(fields[1])
@@ -126,7 +133,7 @@ func parseTCPTable(f io.Reader, out map[sockKey]queues) error {
 		if err := errors.Join(err1, err2, err3, err4); err != nil || !ok {
 			return fmt.Errorf("line %q: %v", sc.Text(), err)
 		}
-		out[sockKey{local, remote}] = queues{tx: int(tx), rx: int(rx)}
+		out[sockKey{local, remote}] = sockRow{tx: int(tx), rx: int(rx), listen: fields[3] == "0A", inode: fields[9]}
 	}
 	return sc.Err()
 }

@@ -11,13 +11,13 @@
 package testenv
 
 import (
-	"bufio"
 	"bytes"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -95,7 +95,7 @@ func StartMemcached(t testing.TB, extra ...string) *Memcached {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		// Accepting is not enough: another test's server may have taken
 		// the port first, answering while this memcached fails to bind.
-		if waitListening(addr, exited, time.Minute) && ServedBy(addr, cmd.Process.Pid) {
+		if waitListening(addr, exited, time.Minute) && Listens(cmd.Process.Pid, addr) {
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 			return &Memcached{Addr: addr, Pid: cmd.Process.Pid}
 		}
@@ -108,27 +108,34 @@ func StartMemcached(t testing.TB, extra ...string) *Memcached {
 	return nil
 }
 
-// ServedBy reports whether the server at addr is process pid, by the pid
-// its text-protocol `stats` gives (memcached and tandem both report it).
-// It tells a server from another process that took its port.
-func ServedBy(addr string, pid int) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// Listens reports whether process pid holds the socket listening on addr
+// (ip:port), from /proc: the listener's inode in /proc/net/tcp among the
+// process's descriptors. It tells a server from
+// another process that took its port, whatever the server speaks (TLS,
+// SASL).
+func Listens(pid int, addr string) bool {
+	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return false
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // a hang guard
-	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+	socks, err := tcpSockets()
+	if err != nil {
 		return false
 	}
-	want := "STAT pid " + strconv.Itoa(pid)
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		switch line := strings.TrimSuffix(sc.Text(), "\r"); {
-		case line == want:
+	var names []string
+	for k, row := range socks {
+		if k.local == ap && row.listen {
+			names = append(names, "socket:["+row.inode+"]")
+		}
+	}
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(dir + "/" + fd.Name()); err == nil && slices.Contains(names, target) {
 			return true
-		case line == "END" || strings.HasPrefix(line, "STAT pid "):
-			return false
 		}
 	}
 	return false

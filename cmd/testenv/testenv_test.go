@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +18,7 @@ func TestParseTCPTable(t *testing.T) {
    1: 0100007F:2AF8 0100007F:D431 01 00000010:000001F4 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1
    2: 0000000000000000FFFF00000100007F:2AF9 0000000000000000FFFF00000100007F:D432 01 00000000:00000007 00:00000000 00000000 0 0 3 1
 `
-	got := map[sockKey]queues{}
+	got := map[sockKey]sockRow{}
 	if err := parseTCPTable(strings.NewReader(table), got); err != nil {
 		t.Fatal(err)
 	}
@@ -24,10 +26,11 @@ func TestParseTCPTable(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		local, remote netip.AddrPort
-		want          queues
+		want          sockRow
 	}{
-		{"ipv4 established", ap("127.0.0.1:11000"), ap("127.0.0.1:54321"), queues{tx: 16, rx: 500}},
-		{"ipv4-mapped ipv6", ap("127.0.0.1:11001"), ap("127.0.0.1:54322"), queues{tx: 0, rx: 7}},
+		{"ipv4 listener", ap("127.0.0.1:11000"), ap("0.0.0.0:0"), sockRow{listen: true, inode: "1"}},
+		{"ipv4 established", ap("127.0.0.1:11000"), ap("127.0.0.1:54321"), sockRow{tx: 16, rx: 500, inode: "2"}},
+		{"ipv4-mapped ipv6", ap("127.0.0.1:11001"), ap("127.0.0.1:54322"), sockRow{tx: 0, rx: 7, inode: "3"}},
 	} {
 		q, ok := got[sockKey{tc.local, tc.remote}]
 		if !ok || q != tc.want {
@@ -90,7 +93,7 @@ func TestFreePort(t *testing.T) {
 
 func TestStartMemcached(t *testing.T) {
 	mc := StartMemcached(t)
-	if !ServedBy(mc.Addr, mc.Pid) {
+	if !Listens(mc.Pid, mc.Addr) {
 		t.Fatalf("%s is not served by memcached's pid %d", mc.Addr, mc.Pid)
 	}
 	c, err := net.DialTimeout("tcp", mc.Addr, time.Minute)
@@ -108,44 +111,41 @@ func TestStartMemcached(t *testing.T) {
 	}
 }
 
-// TestServedBy checks that a listener counts as process pid's only when its
-// stats name that pid, so that StartMemcached does not take another
-// process that holds the port for memcached.
-func TestServedBy(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		reply string
-		want  bool
-	}{
-		{"its pid", "STAT pid 4242\r\nSTAT uptime 1\r\nEND\r\n", true},
-		{"its pid after other stats", "STAT uptime 1\r\nSTAT pid 4242\r\nEND\r\n", true},
-		{"another pid", "STAT pid 42\r\nEND\r\n", false},
-		{"a pid with the same prefix", "STAT pid 42421\r\nEND\r\n", false},
-		{"no pid", "STAT uptime 1\r\nEND\r\n", false},
-		{"not memcached", "ERROR\r\n", false},
-		{"closes", "", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				_, _ = c.Read(make([]byte, 64))
-				_, _ = io.WriteString(c, tc.reply)
-			}()
-			if got := ServedBy(ln.Addr().String(), 4242); got != tc.want {
-				t.Fatalf("ServedBy = %v, want %v", got, tc.want)
-			}
-		})
+// TestListens checks that a listener counts as process pid's only when the
+// process holds it, so that StartMemcached does not take another process
+// that holds the port for memcached.
+func TestListens(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ServedBy("127.0.0.1:1", 4242) {
-		t.Fatal("ServedBy with nothing listening = true")
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	free := net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t)))
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	for _, tc := range []struct {
+		name string
+		pid  int
+		addr string
+		want bool
+	}{
+		{"its listener", os.Getpid(), ln.Addr().String(), true},
+		{"another process's listener", other.Process.Pid, ln.Addr().String(), false},
+		{"a connected socket, not a listener", os.Getpid(), c.LocalAddr().String(), false},
+		{"nothing listens", os.Getpid(), free, false},
+		{"no such process", 1 << 30, ln.Addr().String(), false},
+		{"not an address", os.Getpid(), "127.0.0.1", false},
+	} {
+		if got := Listens(tc.pid, tc.addr); got != tc.want {
+			t.Errorf("%s: Listens(%d, %s) = %v, want %v", tc.name, tc.pid, tc.addr, got, tc.want)
+		}
 	}
 }

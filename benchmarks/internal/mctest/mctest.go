@@ -81,8 +81,8 @@ func waitListening(addr string, exited <-chan struct{}) bool {
 }
 
 // servedBy reports whether the server at addr is process pid, by the pid
-// its `stats` gives (the server module's testenv.ServedBy; this module
-// imports nothing from it).
+// its `stats` gives. This module's memcached speaks plain text (the server
+// module's testenv, which also starts it with TLS, asks /proc instead).
 func servedBy(addr string, pid int) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
