@@ -184,44 +184,6 @@ func TestDaemonStartFailure(t *testing.T) {
 	}
 }
 
-// startMemcachedProc runs memcached in the foreground with args, waiting
-// until it serves; exited is closed when the process has exited and been
-// waited for.
-func startMemcachedProc(t *testing.T, extra ...string) (cmd *exec.Cmd, exited <-chan struct{}, addr string) {
-	t.Helper()
-	mc := testenv.NeedTool(t, "memcached", "memcached")
-	for range 3 { // another process may take the port before memcached binds it
-		port := testenv.FreePort(t)
-		cmd = exec.Command(mc, mcArgs(port, extra...)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		stop := func() { _ = cmd.Process.Kill(); <-done }
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitFor(5*time.Second, func() bool {
-			return testenv.Listens(cmd.Process.Pid, addr) || isClosed(done)
-		}) && !isClosed(done) {
-			t.Cleanup(stop)
-			return cmd, done, addr
-		}
-		stop()
-	}
-	t.Fatalf("memcached %v does not serve", extra)
-	return nil, nil, ""
-}
-
-// isClosed reports whether ch is closed, without waiting.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // waitExit waits for cmd (already started) to exit and returns its status,
 // or -1 after timeout.
 func waitExit(cmd *exec.Cmd, exited <-chan struct{}, timeout time.Duration) int {
@@ -255,10 +217,11 @@ func TestSignals(t *testing.T) {
 	t.Run("memcached", func(t *testing.T) {
 		t.Parallel()
 		for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT} {
-			cmd, exited, addr := startMemcachedProc(t)
+			mc := testenv.StartMemcached(t)
+			cmd, exited := mc.Cmd, mc.Exited
 			_ = cmd.Process.Signal(syscall.SIGHUP)
 			time.Sleep(100 * time.Millisecond)
-			if !serves(addr) {
+			if !serves(mc.Addr) {
 				t.Fatalf("memcached does not serve after SIGHUP")
 			}
 			_ = cmd.Process.Signal(sig)
@@ -297,7 +260,7 @@ func TestCoreDumps(t *testing.T) {
 	if soft, hard := limit(t, s.pid(), "Max core file size"); soft != hard {
 		t.Errorf("tandem -r: core limit %s, want the hard limit %s", soft, hard)
 	}
-	cmd, _, _ := startMemcachedProc(t, "-r")
+	cmd := testenv.StartMemcached(t, "-r").Cmd
 	if soft, hard := limit(t, cmd.Process.Pid, "Max core file size"); soft != hard {
 		t.Errorf("memcached -r: core limit %s, want the hard limit %s", soft, hard)
 	}
@@ -311,7 +274,7 @@ func TestLockMemory(t *testing.T) {
 	if !locked && !strings.Contains(s.Log(), "mlockall failed") {
 		t.Fatalf("tandem -k: nothing locked and no warning\n%s", s.Log())
 	}
-	cmd, _, _ := startMemcachedProc(t, "-k", "-m", "8")
+	cmd := testenv.StartMemcached(t, "-k", "-m", "8").Cmd
 	if mlocked := procStatus(t, cmd.Process.Pid, "VmLck") != "0 kB"; mlocked != locked {
 		t.Errorf("memory locked by tandem -k: %v, by memcached -k: %v", locked, mlocked)
 	}

@@ -67,8 +67,9 @@ func isExecutable(path string) bool {
 
 // Memcached is a running memcached, the reference of the differential tests.
 type Memcached struct {
-	Addr string // 127.0.0.1:port
-	Pid  int
+	Addr   string // 127.0.0.1:port
+	Cmd    *exec.Cmd
+	Exited <-chan struct{} // closed once the process has exited and been waited for
 }
 
 // StartMemcached runs memcached on a free loopback port with -m 256 -t 2,
@@ -97,7 +98,7 @@ func StartMemcached(t testing.TB, extra ...string) *Memcached {
 		// the port first, answering while this memcached fails to bind.
 		if waitListening(addr, exited, time.Minute) && Listens(cmd.Process.Pid, addr) {
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-			return &Memcached{Addr: addr, Pid: cmd.Process.Pid}
+			return &Memcached{Addr: addr, Cmd: cmd, Exited: exited}
 		}
 		_ = cmd.Process.Kill()
 		<-exited

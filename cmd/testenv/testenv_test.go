@@ -93,8 +93,8 @@ func TestFreePort(t *testing.T) {
 
 func TestStartMemcached(t *testing.T) {
 	mc := StartMemcached(t)
-	if !Listens(mc.Pid, mc.Addr) {
-		t.Fatalf("%s is not served by memcached's pid %d", mc.Addr, mc.Pid)
+	if !Listens(mc.Cmd.Process.Pid, mc.Addr) {
+		t.Fatalf("%s is not served by memcached's pid %d", mc.Addr, mc.Cmd.Process.Pid)
 	}
 	c, err := net.DialTimeout("tcp", mc.Addr, time.Minute)
 	if err != nil {
