@@ -14,12 +14,21 @@ import (
 // pages (code and read-only data, file-backed): start-up touched most of them
 // (flag parsing, help text, TLS and metrics set-up, every package's init), and
 // the kernel maps a read fault's neighbouring pages too, so ~85% of the 9 MB
-// binary stayed in the RSS although serving uses a fraction of it. The pages
-// the server uses again fault back from the page cache (minor faults, a few
-// hundred); the rest stay in the page cache as any file data nobody maps,
-// which the kernel reclaims first. Idle RSS 10.6 MB -> 5.1 MB, peak RSS of the
-// trace replays ~2 MB lower (docs/benchmarks.md, section 12a, "Taken (session
-// 19)"). Only mappings without a private copy of a page are dropped (see
+// binary stayed in the RSS although serving uses a fraction of it. Idle RSS
+// 10.6 MB -> 5.1 MB (docs/benchmarks.md, section 12a, "Taken (session 19)").
+//
+// Unmapping alone brought ~6 MB back under load: a fault maps every
+// neighbouring page the page cache holds (fault-around, 64 KB), and readahead
+// fills the cache in blocks, so each function the server runs, and the
+// runtime's tables for it, brought its whole block back. So tandem also marks
+// those mappings for random access (no readahead) and drops the executable's
+// pages from the page cache (written back first if the file was just built;
+// what any process maps stays, with the rest of a multi-page folio holding
+// it): a page the server uses again is then read from the file alone, and
+// mostly only what serving uses comes back. Peak RSS of the
+// trace replays 1.5-2.5 MB lower again (section 12a, "Taken (session 21)"), for
+// a few hundred 4 KB reads of the executable in the server's first seconds.
+// Only mappings without a private copy of a page are dropped (see
 // droppableMappings), and none with -k, whose locked pages cannot be.
 
 // mapping is an address range of /proc/self/maps.
@@ -38,12 +47,31 @@ func dropBinaryPages() (int, error) {
 	}
 	n := 0
 	for _, m := range droppableMappings(smaps, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino) {
-		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED); e != 0 {
-			return n, e
+		for _, advice := range []int{unix.MADV_DONTNEED, unix.MADV_RANDOM} {
+			if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, uintptr(advice)); e != 0 {
+				return n, e
+			}
 		}
 		n += int(m.end - m.start)
 	}
+	if n > 0 {
+		return n, dropFromPageCache("/proc/self/exe")
+	}
 	return n, nil
+}
+
+// dropFromPageCache writes back what of the file at path is dirty and asks
+// the kernel to drop its pages from the page cache (those nobody maps).
+func dropFromPageCache(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return err
+	}
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
 
 // errMapsLine is returned by parseMapsLine for a line it cannot read.

@@ -8,8 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestDroppableMappings(t *testing.T) {
@@ -52,6 +56,83 @@ func TestDropBinaryPages(t *testing.T) {
 	if after*2 > before {
 		t.Errorf("the executable's read-only pages: %d kB resident before, %d kB after the drop", before, after)
 	}
+	// Marked for random access (smaps' "rr"): no readahead brings back the
+	// blocks around a page the server uses again.
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	dropped := droppableMappings(smaps, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	var in bool
+	for line := range bytes.Lines(smaps) {
+		if m, _, _, _, err := parseMapsLine(line); err == nil {
+			in = slices.Contains(dropped, m)
+			continue
+		}
+		if f := bytes.Fields(line); in && len(f) > 0 && string(f[0]) == "VmFlags:" && !bytes.Contains(line, []byte(" rr")) {
+			t.Errorf("a dropped mapping is not marked for random access: %s", line)
+		}
+	}
+}
+
+// TestDropFromPageCache writes a file (its pages dirty in the page cache, as
+// a binary's just after it is built) and checks that dropFromPageCache leaves
+// none of it cached.
+func TestDropFromPageCache(t *testing.T) {
+	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil || fs.Type == unix.TMPFS_MAGIC {
+		t.Skipf("%s is on tmpfs (or unknown: %v), whose pages cannot be dropped", dir, err)
+	}
+	path := filepath.Join(dir, "file")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("tandem\n"), 1<<19), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := cachedKB(t, path)
+	if err := dropFromPageCache(path); err != nil {
+		t.Fatal(err)
+	}
+	after := cachedKB(t, path)
+	t.Logf("page cache: %d kB -> %d kB", before, after)
+	if after*4 > before {
+		t.Errorf("%d kB of %d still cached after dropFromPageCache", after, before)
+	}
+}
+
+// cachedKB returns how much of the file at path the page cache holds
+// (mincore over a mapping of it that is never touched).
+func cachedKB(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	page := os.Getpagesize()
+	vec := make([]byte, (len(b)+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatalf("mincore: %v", e)
+	}
+	kb := 0
+	for _, v := range vec {
+		if v&1 != 0 {
+			kb += page >> 10
+		}
+	}
+	return kb
 }
 
 // TestServerDropsBinaryPages checks the running server: once it listens,
