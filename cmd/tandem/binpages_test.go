@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -58,15 +57,10 @@ func TestDropBinaryPages(t *testing.T) {
 	}
 	// Marked for random access (smaps' "rr"): no readahead brings back the
 	// blocks around a page the server uses again.
-	smaps, err := os.ReadFile("/proc/self/smaps")
+	dropped, smaps, err := ownDroppableMappings()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		t.Fatal(err)
-	}
-	dropped := droppableMappings(smaps, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	var in bool
 	for line := range bytes.Lines(smaps) {
 		if m, _, _, _, err := parseMapsLine(line); err == nil {
