@@ -19,7 +19,7 @@ var ErrUnavailable = errors.New("harness: server unavailable")
 // BuildTandem builds ./cmd/tandem of the module rooted at repo into dir and
 // returns the binary's path. It builds as docs/deploy/release.sh does (static,
 // -trimpath), so that RSS is measured on the binary users run: a cgo build
-// maps the C library too (1.1-1.9 MB more at peak, docs/benchmarks.md 12a).
+// maps the C library too (1.1-1.9 MB more at peak, docs/benchmarks-appendix.md 12a).
 func BuildTandem(ctx context.Context, repo, dir string) (string, error) {
 	srcs, _ := filepath.Glob(filepath.Join(repo, "cmd", "tandem", "*.go"))
 	if len(srcs) == 0 {
