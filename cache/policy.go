@@ -240,20 +240,24 @@ func (s *shard) targetCapacity() int {
 
 // maintainLocked runs after every store: every quarter of the capacity in stores it resizes the
 // main space to its share when that has moved by an eighth (growing a full one, or one about to
-// be, see growsEarlyLocked), or drops its stale entries once they are a quarter of it; then it
-// makes room while the shard is over its budget.
+// be, see growsEarlyLocked, after making room for it), or drops its stale entries once they are
+// a quarter of it; then it makes room while the shard is over its budget (a lowered limit).
 func (s *shard) maintainLocked() {
 	if s.writes++; s.writes >= max(s.capacity/4, 64) && !s.cfg.disableEvictions {
 		c, target := s.capacity, s.targetCapacity()
 		switch {
 		case target > c+c/8 && (s.entries >= c || s.growsEarlyLocked(target)), target < c-c/8:
-			s.rebuildLocked(target)
+			// A larger main space makes its room first, through the policy: the shard is never
+			// over its budget (TestMemoryAccounting).
+			if s.fitLocked(noHandle, mainBytes(target)-s.mainBytes) {
+				s.rebuildLocked(target)
+			}
 		case s.entries-(s.n-s.wn) >= c/4:
 			s.rebuildLocked(c)
 		}
 		s.writes = 0
 	}
-	s.fitLocked(noHandle, 0) // a larger main space makes room through the policy
+	s.fitLocked(noHandle, 0)
 }
 
 // growsEarlyLocked reports whether the main space should grow to target before it is full: once
