@@ -366,3 +366,27 @@ func TestTinyLFUDoorkeeper(t *testing.T) {
 		t.Fatalf("the retried key is not in go-tinylfu")
 	}
 }
+
+// TestSamplesDoorkeeperStep pins the go-tinylfu behaviour samples is tuned to: at a power-of-two
+// capacity, 7 samples per slot take at least a few KB more than samples' 6.5 (its doorkeeper's
+// bit vector doubles). If the library sizes its doorkeeper otherwise, this fails, and samples is
+// to be measured again (see samples).
+func TestSamplesDoorkeeperStep(t *testing.T) {
+	const c = 4096
+	size := func(samples int) int64 {
+		best := int64(1 << 62)
+		for range 3 {
+			before := allocated()
+			m := tinylfu.New[uint64, struct{}](c, samples, func(h uint64) uint64 { return h })
+			best = min(best, allocated()-before)
+			runtime.KeepAlive(m)
+		}
+		return best
+	}
+	at, above := size(samples(c)), size(7*c)
+	if above-at < 8<<10 {
+		t.Fatalf("go-tinylfu at capacity %d: %d bytes with samples(c) = %d, %d with 7c: the doorkeeper no longer steps between them; measure samples again",
+			c, at, samples(c), above)
+	}
+	t.Logf("capacity %d: %d bytes at samples(c), %d at 7c", c, at, above)
+}
