@@ -7,6 +7,52 @@
 // network, logging, the clock's refreshing and goroutines: it starts none, and background work
 // (Maintain) runs when its owner calls it.
 //
+// # Concepts
+//
+// What a maintainer needs to hold in mind, and what each owns (13; the files in brackets):
+//
+//  1. Cache: the shards, the cas counter, the flush state and the memory limit (cache.go, flush.go).
+//  2. shard: one lock and everything below for the keys whose hash it owns, and its byte budget
+//     (shard.go).
+//  3. record: an item's header, key and value in one chunk; immutable but for its header
+//     (item.go).
+//  4. slab class and page: a page is cut into chunks of its class; a record too large for a
+//     chunk is a page of its own, a large record (slab.go).
+//  5. page memory: where a page comes from: a piece of the memory file, else a mapping of its
+//     own, else (below a kernel page, or when the kernel refuses a mapping) the heap. Race
+//     builds take the same path (pagemem.go, reserve_*.go).
+//  6. index: key hash to chunk handle, with a real remove (index.go).
+//  7. window: a CLOCK queue of new records in front of the main space (policy.go).
+//  8. main space: go-tinylfu, admission and eviction by frequency, with a retry for its
+//     doorkeeper (policy.go; TestTinyLFUDoorkeeper pins the behaviour the retry works around).
+//  9. size filter: records larger than the mean reach the main space only by chance, small new
+//     ones get a second lap in the window (worthOfferLocked, storedLocked).
+//  10. page hand: releases empty pages, moves a page's records into free chunks elsewhere, and
+//     as a last resort evicts a page with its items (makeRoomLocked, freePageLocked).
+//  11. main-space sizing: rebuilds go-tinylfu at the capacity that fills its share of the
+//     budget, making its room first (maintainLocked).
+//  12. expiry and sweep: whole-second expiry and flush_all checked on access, and a bounded
+//     sweep when the owner calls Maintain (scan.go).
+//  13. memory file: items that survive a graceful restart (restart.go).
+//
+// # Exits
+//
+// An item leaves through one function, killLocked (out of the index and the window, its chunk
+// freed); dropLocked wraps it for the drops nobody asked for, counting each as an eviction or a
+// reclaim and calling OnEvict. The callers: Delete and a delete's cas match (meta.go); a Set that
+// replaces a record that does not fit, an expired store, a too-large Set (store.go); an access that
+// finds an expired or flushed record (findLocked); an immediate flush_all (flush.go); Maintain's
+// sweep and a store's purge with evictions disabled (dropLocked); the policy: the window's tail
+// turned down by the size filter or by go-tinylfu, itself or its victim (evictLocked, onEvict);
+// and the page hand evicting a page (freePageLocked). Restore starts from the saved records and
+// drops expired ones before they are linked.
+//
+// Which mechanism makes room, in the order makeRoomLocked tries them: an empty page; a page
+// whose records all move elsewhere (nothing is evicted); the policy, one item at a time (the
+// size filter first, then go-tinylfu's choice between the window's candidate and its victim);
+// and only when the policy has evicted two pages' worth without freeing a usable chunk or page,
+// or has nothing to evict, the page under the page hand with its items.
+//
 // # Layout
 //
 // Keys are hashed with hash/maphash; the high bits of the hash pick a shard, each with one
@@ -57,7 +103,11 @@
 // pages as allocated, its index and window queue as allocated, and its tinylfu at full capacity
 // as measured (mainBytes: what New allocates for that capacity, plus capacity times what one
 // entry allocates; nothing models another library's layout). The bytes statistic still counts
-// key + value + 48 per item, as memcached's does. A record that finds no free chunk takes one
+// key + value + 48 per item, as memcached's does. Used is exactly that sum, pages counted as their source
+// gives them (checkMemory in the tests, after every store), and a shard is never over its
+// budget, not even in the middle of a store: a new page leaves room for the index and the window
+// queue to grow, and a larger main space makes its room before it is built. Not charged: the
+// shard's own small tables (page table, slab classes, retry list; a few KB per shard). A record that finds no free chunk takes one
 // from its class's page being carved, or a new page while the budget has room; else a free chunk
 // up to a quarter larger; else a page without live records is released, or a page whose records
 // all fit into free chunks of their class elsewhere (they move: tandem owns the index, so a move

@@ -131,6 +131,7 @@ func runModel(t *testing.T, prog []byte, memoryFile string) {
 		m.lastCAS = cas
 	}
 	for step := 0; len(prog) > 0; step++ {
+		checkMemory(t, c) // after every operation, stores above all
 		op, kb, arg := next(), next(), next()
 		k := modelKeys[int(kb)%len(modelKeys)]
 		key := []byte(k)

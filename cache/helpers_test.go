@@ -203,3 +203,42 @@ func TestSizeClasses(t *testing.T) {
 		t.Fatalf("%d slab classes do not fit classOf", len(slabSizes))
 	}
 }
+
+// checkMemory verifies every shard's memory charge against what it really holds, counted here
+// from the memory itself: each page or large record as its source gives it (a mapping or a
+// piece of the memory file in whole OS pages, a heap buffer in the allocator's size class), the
+// index's and the window queue's slices by capacity, and the main space at its capacity as
+// measured (mainBytes). Used must equal that sum and stay within the budget; tests call it after
+// every store.
+func checkMemory(t testing.TB, c *Cache) {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		var pages int64
+		for p, pg := range s.pages {
+			switch n := len(pg.mem); {
+			case pg.mem == nil:
+			case pg.kind == onHeap:
+				pages += int64(heapSize(n))
+			case n%osPage != 0:
+				t.Errorf("shard %d page %d: %d bytes of %v memory, not whole OS pages", i, p, n, pg.kind)
+			default:
+				pages += int64(n)
+			}
+		}
+		idx, win, main := int64(cap(s.idx.slots))*8, int64(cap(s.win.buf))*4, mainBytes(s.capacity)
+		used, budget, capacity := s.used(), s.budget, s.capacity
+		s.mu.Unlock()
+		if held := pages + idx + win + main; used != held {
+			t.Fatalf("shard %d: used %d, but it holds %d (pages %d, index %d, window queue %d, main space %d at capacity %d)",
+				i, used, held, pages, idx, win, main, capacity)
+		}
+		if used > budget {
+			t.Fatalf("shard %d: used %d over its budget %d", i, used, budget)
+		}
+	}
+	if st := c.Stats(); int64(st.Used) > c.limit.Load() {
+		t.Fatalf("used %d over the limit %d", st.Used, c.limit.Load())
+	}
+}

@@ -1,9 +1,6 @@
 package cache
 
-import (
-	"encoding/binary"
-	"unsafe"
-)
+import "encoding/binary"
 
 // A record is one item's memory: a packed header, the key and the value, in a chunk of one of
 // its shard's slab pages (slab.go). A record slice's length is the record's, its capacity the
@@ -72,7 +69,7 @@ func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) rec
 	}
 	k, n := len(key), len(prev)+len(value)
 	r := record(dst[:hdrSize+k+n])
-	if len(old) == 0 || unsafe.SliceData(r) != unsafe.SliceData(old) { // not rewritten in place
+	if len(old) == 0 || &r[0] != &old[0] { // not rewritten in place
 		copy(r[hdrSize:], key)
 	}
 	le.PutUint16(r[offKlen:], uint16(k))

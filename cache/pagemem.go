@@ -2,7 +2,6 @@ package cache
 
 import (
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,7 +11,8 @@ import (
 // memory, so GOGC's headroom is a share of the index only. Records are used only under their
 // shard's lock and callers copy what they keep (an Item aliases cache memory during a call
 // only), so no reference outlives an unmap. The page comes from the Go heap when the kernel
-// refuses a mapping (vm.max_map_count) and in race-detector builds, which do not watch mappings.
+// refuses a mapping (vm.max_map_count). Race-detector builds take the same path (the detector
+// does not track accesses to mappings, but it sees every lock and every other access around them).
 //
 // With Config.MemoryFile every page and large record is cut from the file instead (arena below,
 // restart.go), so that the next process finds the items again.
@@ -27,21 +27,23 @@ const (
 	inFile               // a piece of the memory file's mapping (arena)
 )
 
-// pageMem returns n bytes of zeroed memory for a page of class cl and where they come from: the
-// memory file while it has room, else a mapping of its own for a slab page of at least osPage
-// bytes unless raceEnabled or the kernel refuses, else the heap.
-func (s *shard) pageMem(cl, n int) ([]byte, uint8) {
+// pageMem gives pg n bytes of zeroed memory for a page of class cl (mem, kind and off): from
+// the memory file while it has room, else a mapping of its own for a slab page of at least
+// osPage bytes unless the kernel refuses, else the heap.
+func (s *shard) pageMem(pg *page, cl, n int) {
 	if s.file != nil {
-		if b, ok := s.file.alloc(n); ok {
-			return b, inFile
+		if off, ok := s.file.alloc(n); ok {
+			pg.mem, pg.kind, pg.off = s.file.mem[off:off+n:off+n], inFile, off
+			return
 		}
 	}
-	if cl != large && n >= osPage && !raceEnabled {
+	if cl != large && n >= osPage {
 		if b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err == nil {
-			return b, anonMap
+			pg.mem, pg.kind = b, anonMap
+			return
 		}
 	}
-	return make([]byte, n), onHeap
+	pg.mem, pg.kind = make([]byte, n), onHeap
 }
 
 // releaseMem gives a page's memory back; the page must not be used after.
@@ -52,7 +54,7 @@ func (s *shard) releaseMem(pg *page) {
 			panic("cache: munmap of a slab page: " + err.Error())
 		}
 	case inFile:
-		s.file.free(pg.mem)
+		s.file.free(pg.mem, pg.off)
 	}
 }
 
@@ -101,10 +103,10 @@ func (a *arena) mark(from, k int, used bool) {
 	}
 }
 
-// alloc returns n bytes (a multiple of osPage) of the region, reserved in the file (so that a
-// full tmpfs refuses here, not with SIGBUS on a write), or false when there is no such run of
-// free pages or no room in the file system.
-func (a *arena) alloc(n int) ([]byte, bool) {
+// alloc returns the offset of n bytes (a multiple of osPage) of the region, reserved in the
+// file (so that a full tmpfs refuses here, not with SIGBUS on a write; see reserve), or false
+// when there is no such run of free pages or no room in the file system.
+func (a *arena) alloc(n int) (int, bool) {
 	k, pages := n/osPage, len(a.mem)/osPage
 	run := 0
 	for i := 0; i < pages; i++ {
@@ -120,25 +122,20 @@ func (a *arena) alloc(n int) ([]byte, bool) {
 			continue
 		}
 		from := (i - k + 1) * osPage
-		if err := unix.Fallocate(a.fd, 0, a.off+int64(from), int64(n)); err != nil && err != unix.EOPNOTSUPP {
-			return nil, false // ENOSPC above all; a file system without fallocate is used unreserved
+		if reserve(a.fd, a.off+int64(from), int64(n)) != nil {
+			return 0, false // ENOSPC above all
 		}
 		a.mark(i-k+1, k, true)
-		return a.mem[from : from+n : from+n], true
+		return from, true
 	}
-	return nil, false
+	return 0, false
 }
 
-// offset is where b, a piece of the region, starts in it.
-func (a *arena) offset(b []byte) int {
-	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(a.mem))))
-}
-
-// free punches b, a piece alloc returned, out of the file, which gives its memory back (reads of
-// a hole are zeros); where the file system cannot, b is zeroed, as alloc promises zeroed memory.
-func (a *arena) free(b []byte) {
-	off := a.offset(b)
-	if unix.Fallocate(a.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, a.off+int64(off), int64(len(b))) != nil {
+// free punches b, the piece alloc returned at off, out of the file, which gives its memory back
+// (reads of a hole are zeros); where the file system or the platform cannot (punchHole), b is
+// zeroed, as alloc promises zeroed memory.
+func (a *arena) free(b []byte, off int) {
+	if punchHole(a.fd, a.off+int64(off), int64(len(b))) != nil {
 		clear(b)
 	}
 	a.mark(off/osPage, len(b)/osPage, false)

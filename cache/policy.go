@@ -19,8 +19,11 @@ const (
 )
 
 // samples is tinylfu's sample size (Gets between counter halvings) for a capacity: 6.5 per slot
-// (the TinyLFU paper uses 8-16) fills the doorkeeper's power-of-two bit vector (9.59 bits per
-// sample at 1% false positives) to 97% at a power-of-two capacity, where 7 would double it.
+// (the TinyLFU paper uses 8-16). A work-around for how go-tinylfu sizes its doorkeeper (a
+// power-of-two bit vector for the sample size): 7 per slot doubles it at a power-of-two
+// capacity, and 8 per slot, measured (#42), held up to 1.4% fewer items and lost 0.001 of hit
+// ratio on two of nine in-package checks (gaining 0.0005 on two others). TestSamplesDoorkeeperStep fails when the library sizes it otherwise; then
+// this is to be measured again. The charge (mainBytes) is measured either way.
 func samples(capacity int) int { return capacity * 13 / 2 }
 
 // go-tinylfu's memory is measured, not modelled from its source, so that an upgrade of the
@@ -240,20 +243,24 @@ func (s *shard) targetCapacity() int {
 
 // maintainLocked runs after every store: every quarter of the capacity in stores it resizes the
 // main space to its share when that has moved by an eighth (growing a full one, or one about to
-// be, see growsEarlyLocked), or drops its stale entries once they are a quarter of it; then it
-// makes room while the shard is over its budget.
+// be, see growsEarlyLocked, after making room for it), or drops its stale entries once they are
+// a quarter of it; then it makes room while the shard is over its budget (a lowered limit).
 func (s *shard) maintainLocked() {
 	if s.writes++; s.writes >= max(s.capacity/4, 64) && !s.cfg.disableEvictions {
 		c, target := s.capacity, s.targetCapacity()
 		switch {
 		case target > c+c/8 && (s.entries >= c || s.growsEarlyLocked(target)), target < c-c/8:
-			s.rebuildLocked(target)
+			// A larger main space makes its room first, through the policy: the shard is never
+			// over its budget (TestMemoryAccounting).
+			if s.fitLocked(noHandle, mainBytes(target)-s.mainBytes) {
+				s.rebuildLocked(target)
+			}
 		case s.entries-(s.n-s.wn) >= c/4:
 			s.rebuildLocked(c)
 		}
 		s.writes = 0
 	}
-	s.fitLocked(noHandle, 0) // a larger main space makes room through the policy
+	s.fitLocked(noHandle, 0)
 }
 
 // growsEarlyLocked reports whether the main space should grow to target before it is full: once

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
+
+	"github.com/dgryski/go-tinylfu"
 )
 
 func shardStats(c *Cache) (capacity, entries, tombs, live int) {
@@ -323,4 +326,67 @@ func TestFillKeepsSmallItems(t *testing.T) {
 		t.Errorf("items left have a mean value of %.0f B: small items do not stay longer", mean)
 	}
 	checkInvariants(t, c)
+}
+
+// TestTinyLFUDoorkeeper pins the go-tinylfu behaviour the retry in onEvict works around (see the
+// package comment's Policy): once its main segment is full, a key leaving tinylfu's own window
+// is turned down the first time, however often it was read (reads do not reach the
+// doorkeeper), and admitted when it is added again. If an upgrade changes either, this fails,
+// and the retry (stRetry, shard.retry) should go or change with it.
+func TestTinyLFUDoorkeeper(t *testing.T) {
+	const capacity = 200
+	var evicted []uint64
+	m := newMain(capacity, tinylfu.OnEvict[uint64, struct{}](func(k uint64, _ struct{}) { evicted = append(evicted, k) }))
+	for k := range uint64(2 * capacity) { // fill: the main segment is full and has victims
+		m.Add(k+1000, struct{}{})
+		m.Add(k+1000, struct{}{})
+	}
+	const hot = 7
+	for range 50 {
+		m.Get(hot) // a miss still counts in the frequency sketch, not in the doorkeeper
+	}
+	push := func() { // enough new keys to push hot out of tinylfu's window
+		for k := range uint64(capacity / 10) {
+			m.Add(k+1_000_000+uint64(len(evicted))*1000, struct{}{})
+		}
+	}
+	evicted = evicted[:0]
+	m.Add(hot, struct{}{})
+	push()
+	if !slices.Contains(evicted, hot) {
+		t.Fatalf("go-tinylfu admitted a key on its first exit from its window (evicted %v): the doorkeeper changed; revisit onEvict's retry", evicted)
+	}
+	evicted = evicted[:0]
+	m.Add(hot, struct{}{}) // the retry
+	push()
+	if slices.Contains(evicted, hot) {
+		t.Fatalf("go-tinylfu turned a frequent key down on its second exit too: the doorkeeper changed; revisit onEvict's retry")
+	}
+	if _, ok := m.Get(hot); !ok {
+		t.Fatalf("the retried key is not in go-tinylfu")
+	}
+}
+
+// TestSamplesDoorkeeperStep pins the go-tinylfu behaviour samples is tuned to: at a power-of-two
+// capacity, 7 samples per slot take at least a few KB more than samples' 6.5 (its doorkeeper's
+// bit vector doubles). If the library sizes its doorkeeper otherwise, this fails, and samples is
+// to be measured again (see samples).
+func TestSamplesDoorkeeperStep(t *testing.T) {
+	const c = 4096
+	size := func(samples int) int64 {
+		best := int64(1 << 62)
+		for range 3 {
+			before := allocated()
+			m := tinylfu.New[uint64, struct{}](c, samples, func(h uint64) uint64 { return h })
+			best = min(best, allocated()-before)
+			runtime.KeepAlive(m)
+		}
+		return best
+	}
+	at, above := size(samples(c)), size(7*c)
+	if above-at < 8<<10 {
+		t.Fatalf("go-tinylfu at capacity %d: %d bytes with samples(c) = %d, %d with 7c: the doorkeeper no longer steps between them; measure samples again",
+			c, at, samples(c), above)
+	}
+	t.Logf("capacity %d: %d bytes at samples(c), %d at 7c", c, at, above)
 }

@@ -317,7 +317,7 @@ func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int
 		}
 		pg := &s.pages[p]
 		off := int(pm.Off)
-		*pg = page{mem: s.file.mem[off : off+pm.Len : off+pm.Len], kind: inFile, size: pm.Len, class: pm.Class, carved: pm.Carved}
+		*pg = page{mem: s.file.mem[off : off+pm.Len : off+pm.Len], kind: inFile, off: off, size: pm.Len, class: pm.Class, carved: pm.Carved}
 		s.pageBytes += int64(pm.Len)
 		if pm.Class != large {
 			pg.size = slabSizes[pm.Class]
@@ -402,7 +402,7 @@ func (c *Cache) SaveRestart() (Saved, error) {
 				sv.Lost += pg.live
 				continue
 			}
-			m.Pages[i][p] = pageMeta{Off: int64(s.file.offset(pg.mem)), Len: len(pg.mem), Class: pg.class,
+			m.Pages[i][p] = pageMeta{Off: int64(pg.off), Len: len(pg.mem), Class: pg.class,
 				Carved: pg.carved, CRC: crc32.Checksum(pg.mem, castagnoli)}
 			sv.Items += pg.live
 			sv.Bytes += int64(len(pg.mem))

@@ -290,7 +290,7 @@ func savedPageOffset(t *testing.T, c *Cache) int64 {
 		s := &c.shards[i]
 		for p := range s.pages {
 			if pg := &s.pages[p]; pg.kind == inFile && pg.live > 0 {
-				return s.file.off + int64(s.file.offset(pg.mem)) + int64(len(pg.mem)/2)
+				return s.file.off + int64(pg.off) + int64(len(pg.mem)/2)
 			}
 		}
 	}

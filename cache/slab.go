@@ -12,6 +12,7 @@ import "slices"
 type page struct {
 	mem    []byte // nil: an unused entry of the page table
 	kind   uint8  // where mem comes from: onHeap, anonMap or inFile (pagemem.go)
+	off    int    // inFile: where mem starts in the shard's region of the memory file
 	size   int    // chunk size; len(mem) for a large record
 	class  int    // slab class, or large
 	live   int    // live records in its chunks
@@ -151,7 +152,7 @@ func (s *shard) allocLocked(n int, keep uint32) (uint32, bool) {
 		if cl != large {
 			need = s.nextPage(cl)
 		}
-		if s.used()+int64(need) <= s.budget && len(s.pages)-len(s.unused) < maxPages {
+		if s.used()+s.growthLocked()+int64(need) <= s.budget && len(s.pages)-len(s.unused) < maxPages {
 			if p := s.newPageLocked(cl, need); cl == large {
 				return handle(p, 0), true
 			}
@@ -247,7 +248,7 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	}
 	pg := &s.pages[p]
 	*pg = page{size: n, class: cl, carved: 1}
-	pg.mem, pg.kind = s.pageMem(cl, n)
+	s.pageMem(pg, cl, n)
 	s.pageBytes += int64(n)
 	if cl != large {
 		pg.size, pg.carved = slabSizes[cl], 0

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 )
@@ -85,5 +86,22 @@ func BenchmarkShardStats(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		dst = c.ShardStats(dst[:0])
+	}
+}
+
+// TestStatsAddEveryField checks that add sums every field of Stats: a field added to Stats but
+// not to add fails here.
+func TestStatsAddEveryField(t *testing.T) {
+	var a, b Stats
+	va, vb := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()
+	for i := range va.NumField() {
+		va.Field(i).SetUint(uint64(i + 1))
+		vb.Field(i).SetUint(uint64(1000 * (i + 1)))
+	}
+	a.add(&b)
+	for i := range va.NumField() {
+		if got, want := va.Field(i).Uint(), uint64(1001*(i+1)); got != want {
+			t.Errorf("%s: got %d, want %d", va.Type().Field(i).Name, got, want)
+		}
 	}
 }

@@ -254,10 +254,6 @@ func serve(cfg *Config) int {
 			log.Error().Err(err).Msg("cannot detach the daemon")
 		}
 	}
-	if !cfg.LockMemory {
-		n, err := dropBinaryPages()
-		log.Debug().Err(err).Int("bytes", n).Msg("unmapped the executable's start-up pages (binpages.go)")
-	}
 
 	status := exitOK
 wait:
