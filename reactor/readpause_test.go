@@ -1,4 +1,4 @@
-//go:build linux && !poll_opt
+//go:build linux && !poll_opt && !tandem_portable
 
 package reactor
 

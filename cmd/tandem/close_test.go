@@ -133,7 +133,7 @@ func closeCases() []closeCase {
 			const gets = 2000
 			writeAll(t, c, strings.Repeat("get "+prefix+"\r\n", gets)+"version\r\n")
 			_ = c.(*net.TCPConn).CloseWrite()
-			time.Sleep(200 * time.Millisecond) // the server is blocked on the full socket
+			testenv.WaitUndelivered(t, c, 30*time.Second) // the server is blocked on the full socket
 			want := fmt.Sprintf("VALUE %s 0 %d\r\n%s\r\nEND\r\n", prefix, len(val), val)
 			for i := 0; i < gets; i++ {
 				got := make([]byte, len(want))

@@ -72,8 +72,8 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.Lookup("workers").DefValue = "2 x GOMAXPROCS, here " + strconv.Itoa(2*runtime.GOMAXPROCS(0))
 	fs.IntVarP(&c.ReqsPerEvent, "max-reqs-per-event", "R", 20, "requests one connection runs before the others get their turn; a longer pipeline is served in slices, in order")
 	fs.StringVar(&bufLimit, "conn-buffer-limit", "16m", "all connections' buffers together (queued replies, framed and unparsed input; bytes, k/m suffix; 0 = no limit; memcached -o read_buf_mem_limit=MB): above it a connection holds no reply its socket refused, and one reading a request over 16k is closed")
-	fs.StringVar(&connInput, "max-conn-input", "64m", "close a connection whose incomplete request (a value or line still arriving) exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that when not given). A client sending complete requests faster than they run is paused, not closed")
-	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose replies to one slice of requests exceed this (bytes, k/m suffix): a multi-get of many large values. A client that does not read is paused once 256k of its replies are unsent, not closed")
+	fs.StringVar(&connInput, "max-conn-input", "64m", "close a connection whose incomplete request (a value or line still arriving) exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that when not given). A client sending complete requests faster than they run is paused, not closed (pool and inline modes pause through Linux epoll; on other systems they close it)")
+	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose replies to one slice of requests exceed this (bytes, k/m suffix): a multi-get of many large values. A client that does not read is paused once 256k of its replies are unsent, not closed (Linux; see --max-conn-input)")
 	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "pool mode: workers write their replies to the socket themselves (on a duplicate descriptor per connection) instead of handing them back to the event loop, which writes them")
 	fs.BoolVar(&c.LoopWrites, "loop-writes", false, "ignored (a warning): pool workers hand their replies back to the event loop by default")
 
@@ -114,7 +114,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.DurationVar(&c.TLS.HandshakeTimeout, "tls-handshake-timeout", c.TLS.HandshakeTimeout, "close a TLS connection whose handshake has not completed within this time (counted in ssl_handshake_errors)")
 
 	// Refused.
-	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "keep the items in this file (put it on tmpfs) so that a restart after a graceful stop finds them again")
+	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "keep the items in this file (put it on tmpfs) so that a restart after a graceful stop finds them again (outside Linux the file keeps the blocks of freed pages)")
 
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, err

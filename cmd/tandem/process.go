@@ -82,13 +82,17 @@ func raiseFileLimit(log zerolog.Logger, conns int) {
 	// the reply writer's duplicate while its socket is full or after gnet
 	// closed it with replies still to write.
 	want := 2*uint64(conns) + 64
-	if rl.Cur < want && rl.Cur < rl.Max {
-		rl.Cur = min(max(want, rl.Cur), rl.Max)
+	if uint64(rl.Cur) < want && rl.Cur < rl.Max {
+		setLimit(&rl.Cur, min(max(want, uint64(rl.Cur)), uint64(rl.Max)))
 		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
 		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
 	}
-	if rl.Cur < want {
-		log.Warn().Uint64("nofile", rl.Cur).Int("conn_limit", conns).
+	if uint64(rl.Cur) < want {
+		log.Warn().Uint64("nofile", uint64(rl.Cur)).Int("conn_limit", conns).
 			Msg("open file limit is below the connection limit; raise ulimit -n")
 	}
 }
+
+// setLimit sets a field of syscall.Rlimit, whose type is uint64 on Linux and
+// macOS but int64 on FreeBSD (where no limit is negative).
+func setLimit[T int64 | uint64](field *T, v uint64) { *field = T(v) }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/tandemcache/tandem/cache"
 )
@@ -18,13 +17,12 @@ func logRestart(log zerolog.Logger, r cache.Restart, limit int64) {
 	if r.File == "" {
 		return
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(r.File, &st); err == nil {
-		if st.Type != unix.TMPFS_MAGIC && st.Type != unix.RAMFS_MAGIC {
+	if inMemory, free, ok := fileSystemOf(r.File); ok {
+		if !inMemory {
 			log.Warn().Str("memory_file", r.File).
 				Msg("the memory file is not on tmpfs: it works, but the kernel writes item pages back to the disk; mount a tmpfs for it (docs/operations.md)")
 		}
-		if free := int64(st.Bavail) * st.Bsize; free+r.Bytes < limit {
+		if free+r.Bytes < limit {
 			log.Warn().Str("memory_file", r.File).Int64("free_bytes", free).Int64("memory_limit", limit).
 				Msg("the memory file's file system has less room than -m: items beyond it are kept in process memory and lost at a restart")
 		}

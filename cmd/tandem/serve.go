@@ -7,13 +7,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -210,12 +208,9 @@ func serve(cfg *Config) int {
 	defer met.stop()
 
 	// Signals are caught before the server listens, so that none sent once
-	// it is reachable can kill it. SIGHUP does not stop tandem: it reopens
-	// --log-file (log rotation) and reloads the TLS certificates (as
-	// refresh_certs does); SIGUSR1 is memcached 1.6's graceful stop.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	// it is reachable can kill it (signals.go).
+	sigs := notifySignals()
+	defer sigs.release()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
@@ -259,12 +254,10 @@ func serve(cfg *Config) int {
 wait:
 	for {
 		select {
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				reopenLog(log, sink)
-				reloadCertsOnHangup(log, certs)
-				continue
-			}
+		case <-sigs.hangup:
+			reopenLog(log, sink)
+			reloadCertsOnHangup(log, certs)
+		case sig := <-sigs.stop:
 			log.Info().Str("signal", sig.String()).Msg("shutting down")
 			break wait
 		case <-stop:
