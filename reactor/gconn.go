@@ -106,14 +106,10 @@ const writeChunk = 16 << 10
 // it, or the rest is dropped (the requests still run).
 const closeLinger = 10 * time.Second
 
-func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
+func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w, err := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, s.cfg.WorkerWrites, gc.resumeFromWriter)
-	if err != nil {
-		gc.sess.Close()
-		return nil, err
-	}
+	w := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, gc.resumeFromWriter)
 	gc.w = w
 	if s.pool {
 		w.moreLocked = gc.moreLocked
@@ -127,7 +123,7 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	if s.pool {
 		gc.pending = &batch{}
 	}
-	return gc, nil
+	return gc
 }
 
 // execute runs one request, turning a panic into a closed connection. A

@@ -102,7 +102,7 @@ func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
 			s.outs = make(map[gnet.EventLoop]*loopOut)
 		}
 		s.outs[loop] = lo
-		if s.pool && !s.cfg.WorkerWrites {
+		if s.pool {
 			go s.enrollBell(loop, lo) // replies go through the loop
 		}
 	}

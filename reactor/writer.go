@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,9 +18,6 @@ import (
 //     event loop. write queues the replies and lists the writer on the
 //     loop's loopOut; the loop's next run writes every listed connection's
 //     queue (loopout.go). The workers make no socket calls.
-//   - pool mode with WorkerWrites: the worker running the connection, at
-//     once, on a duplicate of the socket taken at open, which gnet cannot
-//     close under it.
 //   - inline mode, while open: the executor is the loop itself, which writes
 //     at once on gnet's descriptor.
 //   - when the socket refuses bytes (the peer does not keep up), a flusher
@@ -52,7 +48,7 @@ type connWriter struct {
 	moreLocked func() bool
 	out        *loopOut // the connection's event loop's writer list
 	// viaLoop: executors hand replies to the loop while attached (pool
-	// mode without WorkerWrites).
+	// mode).
 	viaLoop bool
 
 	// mu is the connection's one mutex, shared with its gconn (gconn.mu):
@@ -95,16 +91,9 @@ func (l *bufLimits) over() bool { return l.limit > 0 && l.used.Load() > l.limit 
 
 // newConnWriter returns the writer of a connection gnet opened on fd, whose
 // loop runs out's list, guarded by the connection's mutex mu. In pool mode
-// the loop writes the replies (viaLoop), unless workers write them
-// (workerWrites): then they write on a duplicate of fd taken here, which
-// gnet cannot close under them.
-func newConnWriter(fd int, mu *sync.Mutex, limits *bufLimits, out *loopOut, pool, workerWrites bool, resume func()) (*connWriter, error) {
-	w := &connWriter{mu: mu, fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume,
-		viaLoop: pool && !workerWrites}
-	if pool && workerWrites && !w.ownLocked() {
-		return nil, errors.New("reactor: cannot duplicate the connection's descriptor for its writer")
-	}
-	return w, nil
+// the loop writes the replies (viaLoop).
+func newConnWriter(fd int, mu *sync.Mutex, limits *bufLimits, out *loopOut, pool bool, resume func()) *connWriter {
+	return &connWriter{mu: mu, fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume, viaLoop: pool}
 }
 
 // write sends out, or queues it. It returns a buffer the caller may reuse
@@ -125,8 +114,7 @@ func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 	fd := w.fd
 	w.mu.Unlock()
 	// Nothing is queued, listed or flushing: only this goroutine writes
-	// (the loop itself in inline mode; a worker, on its own duplicate, with
-	// worker writes; the executor after leave).
+	// (the loop itself in inline mode; the executor after leave).
 	n, err := writeAll(fd, out)
 	if err == nil {
 		return out[:0], false

@@ -71,11 +71,7 @@ func newWriterRig(t *testing.T, pool bool, sndbuf int) *writerRig {
 	}
 	r := &writerRig{t: t, loop: &fakeLoop{}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer")}
 	r.limits.highWater = 64 << 10
-	w, err := newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, false, func() { r.resumed.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.w = w
+	r.w = newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, func() { r.resumed.Add(1) })
 	t.Cleanup(func() {
 		_ = r.peer.Close()
 		r.w.mu.Lock()
@@ -276,34 +272,6 @@ func TestWriterPushGoesThroughTheLoop(t *testing.T) {
 	r.loop.run()
 	if got := r.read(11); string(got) != "ts=1 gid=1\n" {
 		t.Fatalf("peer got %q", got)
-	}
-}
-
-// TestWriterWorkerWrites checks pool mode's worker writes: the writer owns a
-// duplicate from the start, a worker's write reaches the socket at once, and
-// the duplicate is kept after a slow peer drained (gnet may close its own
-// descriptor at any time while a worker writes).
-func TestWriterWorkerWrites(t *testing.T) {
-	r := newWriterRig(t, true, 4<<10)
-	w, err := newConnWriter(r.gnetFD, new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, true, true, func() { r.resumed.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.w.closeWhenDone(0)
-	r.w = w
-	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD {
-		t.Fatalf("at open: own %v fd %d (gnet's %d)", own, fd, r.gnetFD)
-	}
-	r.w.write([]byte("STORED\r\n"))
-	if got := r.read(8); string(got) != "STORED\r\n" || r.loop.calls != 0 {
-		t.Fatalf("peer got %q; %d loop runs asked", got, r.loop.calls)
-	}
-	big := bytes.Repeat([]byte("x"), 256<<10)
-	r.w.write(big)
-	r.read(len(big))
-	r.waitIdle()
-	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD || r.loop.calls != 0 {
-		t.Fatalf("after a drain: own %v fd %d; %d loop runs asked", own, fd, r.loop.calls)
 	}
 }
 
