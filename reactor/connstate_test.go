@@ -171,3 +171,74 @@ func TestExecStateLostWakeup(t *testing.T) {
 		}
 	})
 }
+
+// TestWriterStateTransitions drives every transition of the writer's state
+// (writerState) from the states it can meet, attached and detached, with
+// a resume owed, after a failure and while closing; the lost wake-ups
+// included: a resume owed is paid by whoever empties the queue, and a waker
+// that finds gnet let go while it waited becomes the drainer.
+func TestWriterStateTransitions(t *testing.T) {
+	at := func(o outState) writerState { return writerState{out: o, attached: true} }
+	det := func(o outState) writerState { return writerState{out: o} }
+	with := func(x writerState, f func(*writerState)) writerState { f(&x); return x }
+	owed := func(x *writerState) { x.blocked = true }
+	failed := func(x *writerState) { x.failed = true }
+	closing := func(x *writerState) { x.closing = true }
+	closed := func(x *writerState) { x.closing, x.closed = true, true }
+
+	tests := []struct {
+		name   string
+		from   writerState
+		ev     func(*writerState) fx
+		want   writerState
+		wantFx fx
+	}{
+		{"queued idle attached", at(outIdle), func(x *writerState) fx { return x.queued(false) }, at(outListed), fxList},
+		{"queued idle attached full", at(outIdle), func(x *writerState) fx { return x.queued(true) }, at(outWaiting), fxWait},
+		{"queued idle detached", det(outIdle), func(x *writerState) fx { return x.queued(false) }, det(outDraining), fxDrain},
+		{"queued listed", at(outListed), func(x *writerState) fx { return x.queued(false) }, at(outListed), 0},
+		{"queued waiting", at(outWaiting), func(x *writerState) fx { return x.queued(false) }, at(outWaiting), 0},
+		{"queued draining", det(outDraining), func(x *writerState) fx { return x.queued(false) }, det(outDraining), 0},
+
+		{"loop wrote all", at(outListed), func(x *writerState) fx { return x.loopWrote(false) }, at(outIdle), 0},
+		{"loop wrote all, resume owed", with(at(outListed), owed), func(x *writerState) fx { return x.loopWrote(false) }, at(outIdle), fxResume},
+		{"loop found the socket full", with(at(outListed), owed), func(x *writerState) fx { return x.loopWrote(true) }, with(at(outWaiting), owed), fxWait},
+		{"loop write failed, socket full", with(with(at(outListed), owed), failed), func(x *writerState) fx { return x.loopWrote(true) }, with(at(outIdle), failed), fxDrop | fxResume},
+		{"loop write error", with(with(at(outListed), owed), failed), func(x *writerState) fx { return x.loopWrote(false) }, with(at(outIdle), failed), fxDrop | fxResume},
+
+		{"writable attached", at(outWaiting), func(x *writerState) fx { return x.writable(true) }, at(outListed), fxList},
+		{"writable detached: waker drains", det(outWaiting), func(x *writerState) fx { return x.writable(true) }, det(outDraining), fxDrain},
+		{"writable nothing queued", with(at(outWaiting), owed), func(x *writerState) fx { return x.writable(false) }, at(outIdle), fxResume},
+		{"wait failed", with(with(det(outWaiting), failed), closing), func(x *writerState) fx { return x.writable(true) }, with(with(det(outIdle), failed), closed), fxDrop | fxClose},
+
+		{"leave idle", at(outIdle), func(x *writerState) fx { return x.leave() }, det(outIdle), 0},
+		{"leave listed: drainer takes it", at(outListed), func(x *writerState) fx { return x.leave() }, det(outDraining), fxDrain},
+		{"leave waiting: waker drains later", at(outWaiting), func(x *writerState) fx { return x.leave() }, det(outWaiting), 0},
+		{"leave twice", det(outDraining), func(x *writerState) fx { return x.leave() }, det(outDraining), 0},
+		{"loop turn after leave", det(outDraining), func(x *writerState) fx {
+			if x.loopTurn() {
+				return fxList
+			}
+			return 0
+		}, det(outDraining), 0},
+
+		{"drained", with(det(outDraining), owed), func(x *writerState) fx { return x.drained() }, det(outIdle), fxResume},
+		{"drained closing", with(det(outDraining), closing), func(x *writerState) fx { return x.drained() }, with(det(outIdle), closed), fxClose},
+
+		{"abandoned listed", with(at(outListed), owed), func(x *writerState) fx { return x.abandoned() }, with(at(outIdle), failed), fxDrop | fxResume},
+		{"abandoned drained meanwhile", det(outDraining), func(x *writerState) fx { return x.abandoned() }, det(outDraining), 0},
+
+		{"close idle", det(outIdle), func(x *writerState) fx { return x.closeWhenDone() }, with(det(outIdle), closed), fxClose},
+		{"close draining", det(outDraining), func(x *writerState) fx { return x.closeWhenDone() }, with(det(outDraining), closing), 0},
+		{"close twice", with(det(outIdle), closed), func(x *writerState) fx { return x.closeWhenDone() }, with(det(outIdle), closed), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := tc.from
+			got := tc.ev(&x)
+			if x != tc.want || got != tc.wantFx {
+				t.Fatalf("from %+v: got %+v, %v; want %+v, %v", tc.from, x, got, tc.want, tc.wantFx)
+			}
+		})
+	}
+}

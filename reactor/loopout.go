@@ -124,7 +124,7 @@ func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
 // enroll makes the socket pair and enrolls its far end in loop; lo keeps
 // the near end until the loop opened the far one or it gave up.
 func enroll(loop gnet.EventLoop, lo *loopOut) error {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fds, err := socketPair()
 	if err != nil {
 		return err
 	}
