@@ -126,7 +126,7 @@ func TestExecStateLostWakeup(t *testing.T) {
 			t.Fatal("take found nothing")
 		}
 		// The worker's write reported blocked; before it takes the lock,
-		// the flusher drains the queue and calls drained.
+		// the loop or the drainer empties the queue and calls drained.
 		if st := x.drained(true); st != stepNone || !x.owed {
 			t.Fatalf("drained while running: step %s, %s", st, show(x))
 		}

@@ -12,10 +12,11 @@
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing
 //     when the input is drained.
 //
-// Whoever writes a connection's replies writes on gnet's descriptor only on
-// the loop (both modes) and otherwise on a duplicate of its own (a flusher
-// when the socket is full; everyone after gnet closed the connection with
-// requests still to run: writer.go),
+// One writer at a time per connection: while gnet holds a connection, only
+// its event loop writes to it (a waker goroutine waits for a full socket
+// but writes nothing); after gnet let go of it with replies owed, exactly
+// one drainer goroutine writes them, on a duplicate descriptor taken on the
+// loop before gnet closed its own (writer.go),
 // so that requests read before a client's close still run and are answered;
 // reads pause while a connection is not keeping up (readpause.go).
 //

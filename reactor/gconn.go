@@ -265,7 +265,7 @@ func (gc *gconn) blockExecutor() bool {
 	return blocked
 }
 
-// resumeFromWriter is called by the writer's flusher once the queue that
+// resumeFromWriter is called by whoever emptied the writer's queue that
 // blocked the executor has drained. If the executor has not stopped yet, it
 // is told to go on (owed); otherwise the connection is rescheduled: queued
 // for a worker (pool), woken on its loop (inline), or its leftovers run here
@@ -543,7 +543,7 @@ func (gc *gconn) finish() {
 // closed the connection: their bytes are copied out (gnet frees its buffers
 // after OnClose) and parsed and run by the connection's executor after
 // what was framed before: in inline mode here, as long as the writer takes
-// their replies, the rest by the writer's flusher as it drains; in pool mode
+// their replies, the rest by whoever empties the writer's queue (its resume); in pool mode
 // by the workers, a slice at a time.
 func (gc *gconn) detach(runBuffered bool) {
 	gc.w.leave()

@@ -65,7 +65,7 @@ func (lo *loopOut) rearm() {
 	if err := lo.loop.Execute(context.Background(), lo); err != nil {
 		// The engine is stopping: it closes every connection without
 		// another run. Shutdown drained them all before it stopped the
-		// engine (leave handed their queues to flushers), so nothing
+		// engine (leave handed their queues to drainers), so nothing
 		// listed now has a reader left to wait for.
 		lo.mu.Lock()
 		ws := lo.ready

@@ -350,7 +350,7 @@ func (w *connWriter) drain() {
 }
 
 // iovLocked returns the queued bytes as a vector for one writev, in w.iov:
-// the loop or the flusher, whichever writes the queue, uses it.
+// the loop or the drainer, whichever writes the queue, uses it.
 func (w *connWriter) iovLocked() [][]byte {
 	iov := w.iov[:0]
 	for i, b := range w.queue {

@@ -233,7 +233,7 @@ func TestWriterSlowPeer(t *testing.T) {
 
 // TestWriterLeave checks a close with replies not yet written (a half-closed
 // peer): leave takes a duplicate before gnet closes its descriptor, the
-// flusher writes what was listed for the loop, the executor's later
+// drainer writes what was listed for the loop, the executor's later
 // replies follow in order, and closeWhenDone ends the stream with EOF.
 func TestWriterLeave(t *testing.T) {
 	r := newWriterRig(t, true, 0)
