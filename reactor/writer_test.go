@@ -61,6 +61,7 @@ type writerRig struct {
 	gnetFD  int
 	peer    *os.File
 	resumed atomic.Int32
+	resumes chan struct{} // one value per resume
 	limits  bufLimits
 }
 
@@ -74,9 +75,13 @@ func newWriterRig(t *testing.T, pool bool, sndbuf int) *writerRig {
 		_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, sndbuf)
 		_ = unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_RCVBUF, sndbuf)
 	}
-	r := &writerRig{t: t, loop: &fakeLoop{asked: make(chan struct{}, 1)}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer")}
+	r := &writerRig{t: t, loop: &fakeLoop{asked: make(chan struct{}, 1)}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer"),
+		resumes: make(chan struct{}, 64)}
 	r.limits.highWater = 64 << 10
-	r.w = newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, func() { r.resumed.Add(1) })
+	r.w = newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, func() {
+		r.resumed.Add(1)
+		r.resumes <- struct{}{}
+	})
 	t.Cleanup(func() {
 		_ = r.peer.Close()
 		r.w.mu.Lock()
@@ -214,6 +219,11 @@ func TestWriterSlowPeer(t *testing.T) {
 				t.Fatal("the peer got other bytes than were written, or out of order")
 			}
 			r.waitIdle()
+			select {
+			case <-r.resumes: // the resume comes after the writer went idle
+			case <-time.After(10 * time.Second):
+				t.Fatal("not resumed")
+			}
 			if r.resumed.Load() != 1 {
 				t.Fatalf("resumed %d times, want 1", r.resumed.Load())
 			}
@@ -224,6 +234,7 @@ func TestWriterSlowPeer(t *testing.T) {
 			if got := r.read(5); string(got) != "END\r\n" {
 				t.Fatalf("after draining, peer got %q", got)
 			}
+			r.waitIdle() // the loop counts the bytes off after the peer may have read them
 			if r.limits.used.Load() != 0 {
 				t.Fatalf("%d bytes still counted", r.limits.used.Load())
 			}
