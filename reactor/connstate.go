@@ -344,3 +344,40 @@ func (x *writerState) idle() fx {
 	}
 	return f
 }
+
+// runState is whether an event loop's run of its writer list (loopOut) is
+// asked for; guarded by loopOut.mu. The lost wake-up it prevents: a writer
+// listed while a run is asked for but not started asks for none (that run
+// takes it), one listed after the run took the list asks for the next; a
+// writer listed while the loop yields to a worker it started (busy) is
+// written when the loop comes back (leave), without a ring.
+type runState struct {
+	armed bool // a run is asked for and has not started
+	busy  bool // the loop yields to a worker and runs the list after
+}
+
+// listed: a writer was listed; it reports whether the lister asks for a run.
+func (x *runState) listed() bool {
+	arm := !x.armed && !x.busy
+	x.armed = x.armed || arm
+	return arm
+}
+
+// enter: the loop yields to a worker it just started.
+func (x *runState) enter() { x.busy = true }
+
+// leave: the loop is back; it reports whether the loop runs the list now
+// (work: writers were listed meanwhile, and no run was asked for).
+func (x *runState) leave(work bool) bool {
+	x.busy = false
+	run := work && !x.armed
+	x.armed = x.armed || run
+	return run
+}
+
+// ran: a run ended; more says it asks for another (writers listed during
+// it, or it stopped at its byte budget).
+func (x *runState) ran(more bool) { x.armed = more }
+
+// dropped: the loop refused the run (the engine stops); the list is dropped.
+func (x *runState) dropped() { x.armed = false }

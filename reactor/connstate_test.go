@@ -242,3 +242,35 @@ func TestWriterStateTransitions(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStateTransitions drives every transition of a loop's runState.
+func TestRunStateTransitions(t *testing.T) {
+	none, armed, busy, both := runState{}, runState{armed: true}, runState{busy: true}, runState{armed: true, busy: true}
+	tests := []struct {
+		name    string
+		from    runState
+		ev      func(*runState) bool
+		want    runState
+		wantRun bool
+	}{
+		{"listed: asks", none, func(x *runState) bool { return x.listed() }, armed, true},
+		{"listed, run asked: none", armed, func(x *runState) bool { return x.listed() }, armed, false},
+		{"listed while busy: none", busy, func(x *runState) bool { return x.listed() }, busy, false},
+		{"enter", none, func(x *runState) bool { x.enter(); return false }, busy, false},
+		{"leave with work: runs now", busy, func(x *runState) bool { return x.leave(true) }, armed, true},
+		{"leave without work", busy, func(x *runState) bool { return x.leave(false) }, none, false},
+		{"leave, run asked before", both, func(x *runState) bool { return x.leave(true) }, armed, false},
+		{"ran, more", armed, func(x *runState) bool { x.ran(true); return false }, armed, false},
+		{"ran, done", armed, func(x *runState) bool { x.ran(false); return false }, none, false},
+		{"dropped", armed, func(x *runState) bool { x.dropped(); return false }, none, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := tc.from
+			got := tc.ev(&x)
+			if x != tc.want || got != tc.wantRun {
+				t.Fatalf("from %+v: got %+v, %v; want %+v, %v", tc.from, x, got, tc.want, tc.wantRun)
+			}
+		})
+	}
+}
