@@ -161,3 +161,223 @@ func (x *execState) idle(work bool) step {
 	x.finished = true
 	return stepFinish
 }
+
+// writerState is where a connection's writer stands (writer.go): who, if
+// anyone, is to write its queue. Like execState it is guarded by gconn.mu
+// (the writer's mu is the same mutex); every transition is a method here
+// that returns the effects its caller carries out after it (fx).
+//
+// The writer rule: one writer at a time per connection, and while gnet
+// holds the connection that writer is its event loop. The states (outState):
+//
+//	idle      nobody is to write: nothing queued, or the inline loop
+//	          writes at once
+//	listed    on the loop's writer list: its next run writes the queue
+//	waiting   the socket refused bytes: a waker goroutine waits in Go's
+//	          network poller for it to take more, then lists the writer
+//	          again (it writes nothing itself)
+//	draining  gnet let go of the connection: the drainer goroutine, the
+//	          only writer from then on, writes the queue out
+//
+// and the flags attached (gnet holds the connection), blocked (an executor
+// stopped for the queue: a resume is owed when it drains), failed (the peer
+// is gone: queued and later replies are dropped), closing (close the
+// descriptor once the queue is written) and closed.
+//
+// The lost wake-ups: blocked is set under the same mutex as the queue grows,
+// so whoever empties the queue (idle) sees it and resumes the executor; the
+// executor's own side (it may still be running when the resume comes) is
+// execState.owed. A waker that finds gnet let go while it waited (leave
+// does not wait for it) becomes the drainer: nobody else is started then.
+type writerState struct {
+	out      outState
+	attached bool
+	blocked  bool
+	failed   bool
+	closing  bool
+	closed   bool
+}
+
+// outState is who is to write a connection's queue.
+type outState uint8
+
+const (
+	outIdle outState = iota
+	outListed
+	outWaiting
+	outDraining
+)
+
+func (s outState) String() string {
+	return [...]string{"idle", "listed", "waiting", "draining"}[s]
+}
+
+// fx is the set of effects a writer transition asks of its caller.
+type fx uint8
+
+const (
+	fxList   fx = 1 << iota // list the writer on its loop
+	fxWait                  // start the waker (on the loop, which has the descriptor)
+	fxDrain                 // start the drainer, or (from writable) go on as it
+	fxDrop                  // drop the queue: the peer is gone
+	fxResume                // resume the executor that blocked
+	fxClose                 // close the writer's own descriptor
+)
+
+func (f fx) String() string {
+	if f == 0 {
+		return "none"
+	}
+	s := ""
+	for i, n := range []string{"list", "wait", "drain", "drop", "resume", "close"} {
+		if f&(1<<i) != 0 {
+			if s != "" {
+				s += "+"
+			}
+			s += n
+		}
+	}
+	return s
+}
+
+// queued: replies were queued. full says the loop's own write found the
+// socket full (inline mode), so it waits rather than lists.
+func (x *writerState) queued(full bool) fx {
+	if x.out != outIdle {
+		return 0 // whoever is on it writes these too
+	}
+	switch {
+	case !x.attached:
+		x.out = outDraining
+		return fxDrain
+	case full:
+		x.out = outWaiting
+		return fxWait
+	}
+	x.out = outListed
+	return fxList
+}
+
+// loopTurn: the loop's run reached the writer; it writes only a listed one
+// (a writer listed before a leave is the drainer's since).
+func (x *writerState) loopTurn() bool { return x.out == outListed && x.attached }
+
+// loopWrote: the loop wrote what the socket took; full says it refused the
+// rest.
+func (x *writerState) loopWrote(full bool) fx {
+	if full && !x.failed {
+		x.out = outWaiting
+		return fxWait
+	}
+	return x.idle()
+}
+
+// writable: the waker's wait ended (the socket takes bytes, or the wait
+// failed: then failed is set). work says replies are queued.
+func (x *writerState) writable(work bool) fx {
+	switch {
+	case !work || x.failed:
+		return x.idle()
+	case x.attached:
+		x.out = outListed
+		return fxList
+	}
+	x.out = outDraining
+	return fxDrain
+}
+
+// leave: gnet let go of the connection; what was listed for the loop goes
+// to the drainer (the loop's run skips it), a waiting waker becomes the
+// drainer when its wait ends.
+func (x *writerState) leave() fx {
+	if !x.attached {
+		return 0
+	}
+	x.attached = false
+	if x.out == outListed {
+		x.out = outDraining
+		return fxDrain
+	}
+	return 0
+}
+
+// drained: the drainer found the queue empty, or the peer gone.
+func (x *writerState) drained() fx { return x.idle() }
+
+// abandoned: the loop will never run its list (the engine stopped).
+func (x *writerState) abandoned() fx {
+	if x.out != outListed {
+		return 0
+	}
+	x.failed = true
+	return x.idle()
+}
+
+// closeWhenDone: the connection is finished; the descriptor closes now, or
+// once whoever writes the queue is done.
+func (x *writerState) closeWhenDone() fx {
+	if x.closed {
+		return 0
+	}
+	x.closing = true
+	if x.out == outIdle {
+		x.closed = true
+		return fxClose
+	}
+	return 0
+}
+
+// idle: nobody is to write any more.
+func (x *writerState) idle() fx {
+	x.out = outIdle
+	var f fx
+	if x.failed {
+		f |= fxDrop
+	}
+	if x.blocked {
+		x.blocked = false
+		f |= fxResume
+	}
+	if x.closing && !x.closed {
+		x.closed = true
+		f |= fxClose
+	}
+	return f
+}
+
+// runState is whether an event loop's run of its writer list (loopOut) is
+// asked for; guarded by loopOut.mu. The lost wake-up it prevents: a writer
+// listed while a run is asked for but not started asks for none (that run
+// takes it), one listed after the run took the list asks for the next; a
+// writer listed while the loop yields to a worker it started (busy) is
+// written when the loop comes back (leave), without a ring.
+type runState struct {
+	armed bool // a run is asked for and has not started
+	busy  bool // the loop yields to a worker and runs the list after
+}
+
+// listed: a writer was listed; it reports whether the lister asks for a run.
+func (x *runState) listed() bool {
+	arm := !x.armed && !x.busy
+	x.armed = x.armed || arm
+	return arm
+}
+
+// enter: the loop yields to a worker it just started.
+func (x *runState) enter() { x.busy = true }
+
+// leave: the loop is back; it reports whether the loop runs the list now
+// (work: writers were listed meanwhile, and no run was asked for).
+func (x *runState) leave(work bool) bool {
+	x.busy = false
+	run := work && !x.armed
+	x.armed = x.armed || run
+	return run
+}
+
+// ran: a run ended; more says it asks for another (writers listed during
+// it, or it stopped at its byte budget).
+func (x *runState) ran(more bool) { x.armed = more }
+
+// dropped: the loop refused the run (the engine stops); the list is dropped.
+func (x *runState) dropped() { x.armed = false }

@@ -126,7 +126,7 @@ func TestExecStateLostWakeup(t *testing.T) {
 			t.Fatal("take found nothing")
 		}
 		// The worker's write reported blocked; before it takes the lock,
-		// the flusher drains the queue and calls drained.
+		// the loop or the drainer empties the queue and calls drained.
 		if st := x.drained(true); st != stepNone || !x.owed {
 			t.Fatalf("drained while running: step %s, %s", st, show(x))
 		}
@@ -170,4 +170,107 @@ func TestExecStateLostWakeup(t *testing.T) {
 			t.Fatalf("finished twice: step %s", st)
 		}
 	})
+}
+
+// TestWriterStateTransitions drives every transition of the writer's state
+// (writerState) from the states it can meet, attached and detached, with
+// a resume owed, after a failure and while closing; the lost wake-ups
+// included: a resume owed is paid by whoever empties the queue, and a waker
+// that finds gnet let go while it waited becomes the drainer.
+func TestWriterStateTransitions(t *testing.T) {
+	at := func(o outState) writerState { return writerState{out: o, attached: true} }
+	det := func(o outState) writerState { return writerState{out: o} }
+	with := func(x writerState, f func(*writerState)) writerState { f(&x); return x }
+	owed := func(x *writerState) { x.blocked = true }
+	failed := func(x *writerState) { x.failed = true }
+	closing := func(x *writerState) { x.closing = true }
+	closed := func(x *writerState) { x.closing, x.closed = true, true }
+
+	tests := []struct {
+		name   string
+		from   writerState
+		ev     func(*writerState) fx
+		want   writerState
+		wantFx fx
+	}{
+		{"queued idle attached", at(outIdle), func(x *writerState) fx { return x.queued(false) }, at(outListed), fxList},
+		{"queued idle attached full", at(outIdle), func(x *writerState) fx { return x.queued(true) }, at(outWaiting), fxWait},
+		{"queued idle detached", det(outIdle), func(x *writerState) fx { return x.queued(false) }, det(outDraining), fxDrain},
+		{"queued listed", at(outListed), func(x *writerState) fx { return x.queued(false) }, at(outListed), 0},
+		{"queued waiting", at(outWaiting), func(x *writerState) fx { return x.queued(false) }, at(outWaiting), 0},
+		{"queued draining", det(outDraining), func(x *writerState) fx { return x.queued(false) }, det(outDraining), 0},
+
+		{"loop wrote all", at(outListed), func(x *writerState) fx { return x.loopWrote(false) }, at(outIdle), 0},
+		{"loop wrote all, resume owed", with(at(outListed), owed), func(x *writerState) fx { return x.loopWrote(false) }, at(outIdle), fxResume},
+		{"loop found the socket full", with(at(outListed), owed), func(x *writerState) fx { return x.loopWrote(true) }, with(at(outWaiting), owed), fxWait},
+		{"loop write failed, socket full", with(with(at(outListed), owed), failed), func(x *writerState) fx { return x.loopWrote(true) }, with(at(outIdle), failed), fxDrop | fxResume},
+		{"loop write error", with(with(at(outListed), owed), failed), func(x *writerState) fx { return x.loopWrote(false) }, with(at(outIdle), failed), fxDrop | fxResume},
+
+		{"writable attached", at(outWaiting), func(x *writerState) fx { return x.writable(true) }, at(outListed), fxList},
+		{"writable detached: waker drains", det(outWaiting), func(x *writerState) fx { return x.writable(true) }, det(outDraining), fxDrain},
+		{"writable nothing queued", with(at(outWaiting), owed), func(x *writerState) fx { return x.writable(false) }, at(outIdle), fxResume},
+		{"wait failed", with(with(det(outWaiting), failed), closing), func(x *writerState) fx { return x.writable(true) }, with(with(det(outIdle), failed), closed), fxDrop | fxClose},
+
+		{"leave idle", at(outIdle), func(x *writerState) fx { return x.leave() }, det(outIdle), 0},
+		{"leave listed: drainer takes it", at(outListed), func(x *writerState) fx { return x.leave() }, det(outDraining), fxDrain},
+		{"leave waiting: waker drains later", at(outWaiting), func(x *writerState) fx { return x.leave() }, det(outWaiting), 0},
+		{"leave twice", det(outDraining), func(x *writerState) fx { return x.leave() }, det(outDraining), 0},
+		{"loop turn after leave", det(outDraining), func(x *writerState) fx {
+			if x.loopTurn() {
+				return fxList
+			}
+			return 0
+		}, det(outDraining), 0},
+
+		{"drained", with(det(outDraining), owed), func(x *writerState) fx { return x.drained() }, det(outIdle), fxResume},
+		{"drained closing", with(det(outDraining), closing), func(x *writerState) fx { return x.drained() }, with(det(outIdle), closed), fxClose},
+
+		{"abandoned listed", with(at(outListed), owed), func(x *writerState) fx { return x.abandoned() }, with(at(outIdle), failed), fxDrop | fxResume},
+		{"abandoned drained meanwhile", det(outDraining), func(x *writerState) fx { return x.abandoned() }, det(outDraining), 0},
+
+		{"close idle", det(outIdle), func(x *writerState) fx { return x.closeWhenDone() }, with(det(outIdle), closed), fxClose},
+		{"close draining", det(outDraining), func(x *writerState) fx { return x.closeWhenDone() }, with(det(outDraining), closing), 0},
+		{"close twice", with(det(outIdle), closed), func(x *writerState) fx { return x.closeWhenDone() }, with(det(outIdle), closed), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := tc.from
+			got := tc.ev(&x)
+			if x != tc.want || got != tc.wantFx {
+				t.Fatalf("from %+v: got %+v, %v; want %+v, %v", tc.from, x, got, tc.want, tc.wantFx)
+			}
+		})
+	}
+}
+
+// TestRunStateTransitions drives every transition of a loop's runState.
+func TestRunStateTransitions(t *testing.T) {
+	none, armed, busy, both := runState{}, runState{armed: true}, runState{busy: true}, runState{armed: true, busy: true}
+	tests := []struct {
+		name    string
+		from    runState
+		ev      func(*runState) bool
+		want    runState
+		wantRun bool
+	}{
+		{"listed: asks", none, func(x *runState) bool { return x.listed() }, armed, true},
+		{"listed, run asked: none", armed, func(x *runState) bool { return x.listed() }, armed, false},
+		{"listed while busy: none", busy, func(x *runState) bool { return x.listed() }, busy, false},
+		{"enter", none, func(x *runState) bool { x.enter(); return false }, busy, false},
+		{"leave with work: runs now", busy, func(x *runState) bool { return x.leave(true) }, armed, true},
+		{"leave without work", busy, func(x *runState) bool { return x.leave(false) }, none, false},
+		{"leave, run asked before", both, func(x *runState) bool { return x.leave(true) }, armed, false},
+		{"ran, more", armed, func(x *runState) bool { x.ran(true); return false }, armed, false},
+		{"ran, done", armed, func(x *runState) bool { x.ran(false); return false }, none, false},
+		{"dropped", armed, func(x *runState) bool { x.dropped(); return false }, none, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := tc.from
+			got := tc.ev(&x)
+			if x != tc.want || got != tc.wantRun {
+				t.Fatalf("from %+v: got %+v, %v; want %+v, %v", tc.from, x, got, tc.want, tc.wantRun)
+			}
+		})
+	}
 }

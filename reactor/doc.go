@@ -5,19 +5,18 @@
 //     Executor (a bounded worker pool) as a task, at most one in flight per
 //     connection, or park it when every worker is busy; a task runs a slice
 //     of requests of its connection, in request order, handing the replies
-//     back to the connection's loop, which writes them (loopout.go; with
-//     WorkerWrites the task writes them itself), then takes parked
-//     connections in turn (dispatch.go).
+//     back to the connection's loop, which writes them (loopout.go), then
+//     takes parked connections in turn (dispatch.go).
 //   - inline: the gnet loop that owns a connection also executes its
 //     requests, like memcached's own worker threads.
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing
 //     when the input is drained.
 //
-// Whoever writes a connection's replies writes on gnet's descriptor only on
-// the loop (inline mode, pool mode by default) and otherwise on a duplicate
-// of its own (pool workers with WorkerWrites, from the open; a flusher when
-// the socket is full; everyone after gnet closed the connection with
-// requests still to run: writer.go),
+// One writer at a time per connection: while gnet holds a connection, only
+// its event loop writes to it (a waker goroutine waits for a full socket
+// but writes nothing); after gnet let go of it with replies owed, exactly
+// one drainer goroutine writes them, on a duplicate descriptor taken on the
+// loop before gnet closed its own (writer.go),
 // so that requests read before a client's close still run and are answered;
 // reads pause while a connection is not keeping up (readpause.go).
 //

@@ -59,8 +59,8 @@ type gconn struct {
 	lat        latencySampler   // loop-owned
 	readPaused bool             // loop-owned: read events are off in the loop's epoll
 	held       int              // loop-owned: unparsed input counted in the server's buffer total
-	req        protocol.Request // inline executor's scratch request
-	out        []byte           // inline executor's reply buffer
+	req        protocol.Request // executor's scratch request (parsed by run)
+	out        []byte           // executor's reply buffer
 
 	mu          sync.Mutex
 	execState          // guarded by mu: where execution stands (connstate.go)
@@ -72,7 +72,6 @@ type gconn struct {
 	// Executor-owned.
 	cur      *batch // pool: the batch being run, from curIdx on
 	curIdx   int
-	wout     []byte // pool: reply buffer
 	leftover []byte // input read before the loop let go, still to run (see detach)
 }
 
@@ -106,14 +105,10 @@ const writeChunk = 16 << 10
 // it, or the rest is dropped (the requests still run).
 const closeLinger = 10 * time.Second
 
-func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
+func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w, err := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, s.cfg.WorkerWrites, gc.resumeFromWriter)
-	if err != nil {
-		gc.sess.Close()
-		return nil, err
-	}
+	w := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, gc.resumeFromWriter)
 	gc.w = w
 	if s.pool {
 		w.moreLocked = gc.moreLocked
@@ -127,7 +122,7 @@ func newGconn(s *gnetServer, c gnet.Conn) (*gconn, error) {
 	if s.pool {
 		gc.pending = &batch{}
 	}
-	return gc, nil
+	return gc
 }
 
 // execute runs one request, turning a panic into a closed connection. A
@@ -231,18 +226,28 @@ func (gc *gconn) runInline() gnet.Action {
 	}
 	t0 := gc.lat.start(gc.s.cfg.ObserveLatency)
 	buf, _ := gc.c.Peek(-1)
-	off, more, act := gc.runBytes(buf)
-	if off > 0 {
-		_, _ = gc.c.Discard(off)
+	src := reqSource{buf: buf}
+	end := gc.run(&src)
+	if src.off > 0 {
+		_, _ = gc.c.Discard(src.off)
 	}
 	observeSince(gc.s.cfg.ObserveLatency, t0)
-	if act == runClose {
+	switch end {
+	case endOverflow:
+		gc.closeForServer()
 		return gnet.Close
+	case endClose:
+		gc.mu.Lock()
+		gc.stop = true
+		gc.mu.Unlock()
+		return gnet.Close
+	case endBlocked:
+		if gc.blockExecutor() {
+			return gc.settleInput(true) // the writer's resume wakes it
+		}
 	}
-	if act == runBlocked {
-		return gc.settleInput(true)
-	}
-	if more && gc.w.holdForDrain() && gc.blockExecutor() == runBlocked {
+	more := end == endYield || end == endBlocked
+	if more && gc.w.holdForDrain() && gc.blockExecutor() {
 		return gc.settleInput(true) // the writer's resume wakes it
 	}
 	if more {
@@ -251,96 +256,16 @@ func (gc *gconn) runInline() gnet.Action {
 	return gc.settleInput(more && gc.c.InboundBuffered() >= gc.s.cfg.InputHighWater)
 }
 
-// runAction is how a run of requests ended.
-type runAction uint8
-
-const (
-	runDone    runAction = iota // ran what it could
-	runBlocked                  // the writer is over its high-water mark; resume is owed
-	runClose                    // a request, or a cap, closed the connection
-)
-
-// runBytes parses and executes requests from buf, at most ReqsPerEvent of
-// them, as the connection's executor (inline mode, and leftovers in both
-// modes). It returns the bytes consumed, whether complete requests may
-// remain, and how the run ended.
-func (gc *gconn) runBytes(buf []byte) (off int, more bool, act runAction) {
-	out := gc.out[:0]
-	ran := 0
-	closeConn := false
-	for off < len(buf) || gc.unfinished {
-		if ran == gc.s.cfg.ReqsPerEvent {
-			more = true
-			break
-		}
-		if gc.unfinished {
-			// A part of a long reply counts as a request, for fairness.
-			ran++
-			out, closeConn = gc.continueReply(out)
-		} else {
-			n := gc.sess.Next(buf[off:], &gc.req)
-			if n == 0 {
-				break
-			}
-			off += n
-			if gc.req.Cmd == protocol.CmdNone {
-				continue
-			}
-			ran++
-			out, closeConn = gc.execute(&gc.req, out)
-		}
-		if len(out) > gc.s.cfg.MaxOutput {
-			// One request asks for more output than the cap (a multi-get
-			// of large values): close rather than buffer it.
-			gc.s.overflow.Add(1)
-			gc.out = out[:0]
-			gc.closeForServer()
-			return off, false, runClose
-		}
-		if closeConn {
-			break
-		}
-		if len(out) >= writeChunk {
-			var blocked bool
-			if out, blocked = gc.w.write(out); blocked {
-				gc.out = out
-				return off, true, gc.blockExecutor()
-			}
-		}
-	}
-	if ran > 0 {
-		gc.progressed()
-	}
-	out, blocked := gc.w.write(out)
-	if cap(out) > maxKeptBuffer {
-		out = nil
-	}
-	gc.out = out
-	if closeConn {
-		gc.mu.Lock()
-		gc.stop = true
-		gc.mu.Unlock()
-		return off, false, runClose
-	}
-	if blocked {
-		return off, more, gc.blockExecutor()
-	}
-	return off, more, runDone
-}
-
 // blockExecutor records that the inline executor stopped for its writer,
-// unless the writer drained meanwhile.
-func (gc *gconn) blockExecutor() runAction {
+// unless the writer drained meanwhile (then it reports false: go on).
+func (gc *gconn) blockExecutor() bool {
 	gc.mu.Lock()
 	blocked := gc.block()
 	gc.mu.Unlock()
-	if blocked {
-		return runBlocked
-	}
-	return runDone
+	return blocked
 }
 
-// resumeFromWriter is called by the writer's flusher once the queue that
+// resumeFromWriter is called by whoever emptied the writer's queue that
 // blocked the executor has drained. If the executor has not stopped yet, it
 // is told to go on (owed); otherwise the connection is rescheduled: queued
 // for a worker (pool), woken on its loop (inline), or its leftovers run here
@@ -465,53 +390,33 @@ func (gc *gconn) frameLocked() bool {
 	return gc.framePaused
 }
 
-// runSlice runs up to ReqsPerEvent requests of the connection on a worker,
-// then parks it again (requeue) if more is pending.
+// runSlice runs a slice of the connection on a pool task, then carries out
+// what the state machine says: parked again (requeue) with more to run.
 func (gc *gconn) runSlice() {
-	if gc.cur == nil {
-		switch gc.takeBatch() {
-		case takeNone:
-			return
-		case takeLeftover:
-			gc.runLeftoverSlice()
-			return
+	st := gc.slice()
+	if st == stepRequeue {
+		gc.s.yields.Add(1)
+	}
+	gc.do(st)
+}
+
+// slice runs up to ReqsPerEvent requests as the connection's executor off
+// the loop: a pool task, or whoever runs an inline connection's leftovers
+// after the loop let go. It returns the step the state machine gives.
+func (gc *gconn) slice() step {
+	src, st, ok := gc.begin()
+	if !ok {
+		return st
+	}
+	end := gc.run(&src)
+	b := src.b
+	if b == nil {
+		gc.leftover = gc.leftover[src.off:]
+		if end == endDrained {
+			gc.leftover = nil // at most a partial request is left
 		}
 	}
-	b := gc.cur
-	out := gc.wout[:0]
-	closeConn, blocked, overflow := false, false, false
-	for ran := 0; ran < gc.s.cfg.ReqsPerEvent && (gc.unfinished || gc.curIdx < len(b.reqs)); ran++ {
-		if gc.unfinished {
-			// A part of a long reply counts as a request, for fairness.
-			out, closeConn = gc.continueReply(out)
-		} else {
-			r := &b.reqs[gc.curIdx]
-			gc.curIdx++
-			out, closeConn = gc.execute(r, out)
-		}
-		if len(out) > gc.s.cfg.MaxOutput {
-			gc.s.overflow.Add(1)
-			out, overflow = out[:0], true
-			break
-		}
-		if closeConn {
-			break
-		}
-		if len(out) >= writeChunk {
-			if out, blocked = gc.w.write(out); blocked {
-				break
-			}
-		}
-	}
-	if !blocked && !overflow {
-		out, blocked = gc.w.write(out)
-	}
-	if cap(out) > maxKeptBuffer {
-		out = nil
-	}
-	gc.wout = out
-	gc.progressed()
-	done := gc.curIdx == len(b.reqs) && !gc.unfinished
+	done := b != nil && gc.curIdx == len(b.reqs) && !gc.unfinished
 	if done {
 		observeSince(gc.s.cfg.ObserveLatency, b.since)
 		gc.s.limits.add(-len(b.arena))
@@ -526,54 +431,56 @@ func (gc *gconn) runSlice() {
 	if done {
 		gc.spare = b
 	}
-	if overflow {
+	switch end {
+	case endOverflow:
 		gc.stop = true
 		gc.w.abortLocked()
-	} else if closeConn {
+	case endClose:
 		gc.stop = true
 	}
 	if gc.stop {
 		gc.dropLocked()
 	}
-	more := gc.cur != nil || len(gc.pending.reqs) > 0 || (gc.detached && len(gc.leftover) > 0)
-	st := gc.sliceDone(blocked, more)
+	more := gc.unfinished || gc.cur != nil || gc.framedLocked() > 0 || (gc.detached && len(gc.leftover) > 0)
+	st = gc.sliceDone(end == endBlocked, more)
 	gc.mu.Unlock()
-	if closeConn || overflow {
+	if end == endClose || end == endOverflow {
 		_ = gc.c.Close()
 	}
-	if st == stepRequeue && gc.cur != nil {
-		gc.s.yields.Add(1)
-	}
-	gc.do(st)
+	return st
 }
 
-// take is what takeBatch found to run.
-type take uint8
+// framedLocked returns the requests framed for a worker and not taken yet.
+func (gc *gconn) framedLocked() int {
+	if gc.pending == nil {
+		return 0
+	}
+	return len(gc.pending.reqs)
+}
 
-const (
-	takeNone     take = iota // nothing: the connection is idle (or finished)
-	takeBatch                // the pending batch is now current
-	takeLeftover             // the input left when the loop let go (see detach)
-)
-
-// takeBatch makes the pending batch current, or, once the loop let go of
-// the connection and nothing framed is left, points at the leftover input.
-// With nothing to run it leaves the connection idle, finishing it if the
-// loop let go of it.
-func (gc *gconn) takeBatch() take {
+// begin starts a slice (state running) and returns what it runs: the batch
+// in hand, else the pending batch, made current, else, once the loop let
+// go of the connection and nothing framed is left, the leftover input.
+// With nothing to run it leaves the connection idle and reports !ok with
+// the step to carry out (stepFinish once the loop let go).
+func (gc *gconn) begin() (src reqSource, st step, ok bool) {
 	gc.mu.Lock()
-	b := gc.pending
-	ok, st := gc.take(len(b.reqs) > 0 || (gc.detached && len(gc.leftover) > 0))
-	if !ok {
+	framed := gc.framedLocked()
+	work := gc.cur != nil || gc.unfinished || framed > 0 || (gc.detached && len(gc.leftover) > 0)
+	if ok, st = gc.take(work); !ok {
 		gc.dropLocked()
 		gc.mu.Unlock()
-		gc.do(st)
-		return takeNone
+		return src, st, false
 	}
-	if len(b.reqs) == 0 {
+	switch {
+	case gc.cur != nil:
 		gc.mu.Unlock()
-		return takeLeftover
+		return reqSource{b: gc.cur}, stepNone, true
+	case framed == 0:
+		gc.mu.Unlock()
+		return reqSource{buf: gc.leftover}, stepNone, true
 	}
+	b := gc.pending
 	next := gc.spare
 	if next == nil {
 		next = &batch{}
@@ -586,31 +493,7 @@ func (gc *gconn) takeBatch() take {
 		_ = gc.c.Wake(nil) // frame what the loop left in gnet's buffer
 	}
 	gc.cur, gc.curIdx = b, 0
-	return takeBatch
-}
-
-// runLeftoverSlice runs up to ReqsPerEvent requests of the leftover input
-// on a worker (pool mode, after the loop let go), parsing them here: the
-// loop no longer frames for the connection.
-func (gc *gconn) runLeftoverSlice() {
-	off, _, act := gc.runBytes(gc.leftover)
-	gc.leftover = gc.leftover[off:]
-	if act == runClose || (off == 0 && act == runDone && !gc.unfinished) {
-		gc.leftover = nil // closed, or only a partial request is left
-	}
-	if act == runBlocked {
-		return // stBlocked: the writer requeues it once it drains
-	}
-	gc.mu.Lock()
-	st := gc.sliceDone(false, len(gc.leftover) > 0 || gc.unfinished)
-	if st != stepRequeue {
-		gc.leftover = nil
-	}
-	gc.mu.Unlock()
-	if st == stepRequeue {
-		gc.s.yields.Add(1)
-	}
-	gc.do(st)
+	return reqSource{b: b}, stepNone, true
 }
 
 // abandon closes a connection whose slice panicked outside the session's
@@ -660,7 +543,7 @@ func (gc *gconn) finish() {
 // closed the connection: their bytes are copied out (gnet frees its buffers
 // after OnClose) and parsed and run by the connection's executor after
 // what was framed before: in inline mode here, as long as the writer takes
-// their replies, the rest by the writer's flusher as it drains; in pool mode
+// their replies, the rest by whoever empties the writer's queue (its resume); in pool mode
 // by the workers, a slice at a time.
 func (gc *gconn) detach(runBuffered bool) {
 	gc.w.leave()
@@ -689,30 +572,16 @@ func (gc *gconn) detach(runBuffered bool) {
 }
 
 // runLeftover runs the input read before the loop let go of an inline
-// connection, as its executor (state stRunning), until the writer blocks
-// (its flusher calls back here when it drains) or the input is done.
+// connection, as its executor (state running), a slice at a time, until
+// the writer blocks (its resume calls back here when it drains) or nothing
+// is left.
 func (gc *gconn) runLeftover() {
-	for len(gc.leftover) > 0 || gc.unfinished {
-		gc.mu.Lock()
-		stopped := gc.stop
-		gc.mu.Unlock()
-		if stopped {
-			break
-		}
-		off, more, act := gc.runBytes(gc.leftover)
-		gc.leftover = gc.leftover[off:]
-		if act == runBlocked {
+	for {
+		if st := gc.slice(); st != stepRequeue {
+			gc.do(st)
 			return
 		}
-		if act == runClose || (off == 0 && act == runDone && !more) {
-			break // closed, or only a partial request is left
-		}
 	}
-	gc.leftover = nil
-	gc.mu.Lock()
-	st := gc.idle(false)
-	gc.mu.Unlock()
-	gc.do(st)
 }
 
 // quiet reports whether nothing of the connection is framed, running or

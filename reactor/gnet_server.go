@@ -217,12 +217,7 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		s.rejected.Add(1)
 		return tooManyConns, gnet.Close
 	}
-	gc, err := newGconn(s, c)
-	if err != nil {
-		s.curr.Add(-1)
-		s.log.Warn().Err(err).Msg("cannot set up a connection; closing it")
-		return nil, gnet.Close
-	}
+	gc := newGconn(s, c)
 	s.unfinished.Add(1)
 	gc.lastActive.Store(s.cfg.activityNow())
 	gc.progressed()

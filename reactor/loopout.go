@@ -31,8 +31,7 @@ type loopOut struct {
 	loop  executor
 	mu    sync.Mutex
 	ready []*connWriter // guarded by mu
-	armed bool          // guarded by mu: a run is asked for and has not started
-	busy  bool          // guarded by mu: the loop yields to a worker and runs the list after (see enter)
+	runs  runState      // guarded by mu: whether a run is asked for (connstate.go)
 	spare []*connWriter // guarded by mu: the list the last run wrote, for reuse
 
 	bellMu sync.RWMutex
@@ -65,11 +64,12 @@ func (lo *loopOut) rearm() {
 	if err := lo.loop.Execute(context.Background(), lo); err != nil {
 		// The engine is stopping: it closes every connection without
 		// another run. Shutdown drained them all before it stopped the
-		// engine (leave handed their queues to flushers), so nothing
+		// engine (leave handed their queues to drainers), so nothing
 		// listed now has a reader left to wait for.
 		lo.mu.Lock()
 		ws := lo.ready
-		lo.ready, lo.armed = nil, false
+		lo.ready = nil
+		lo.runs.dropped()
 		lo.mu.Unlock()
 		for _, w := range ws {
 			w.abandon()
@@ -102,7 +102,7 @@ func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
 			s.outs = make(map[gnet.EventLoop]*loopOut)
 		}
 		s.outs[loop] = lo
-		if s.pool && !s.cfg.WorkerWrites {
+		if s.pool {
 			go s.enrollBell(loop, lo) // replies go through the loop
 		}
 	}
@@ -124,7 +124,7 @@ func (s *gnetServer) enrollBell(loop gnet.EventLoop, lo *loopOut) {
 // enroll makes the socket pair and enrolls its far end in loop; lo keeps
 // the near end until the loop opened the far one or it gave up.
 func enroll(loop gnet.EventLoop, lo *loopOut) error {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fds, err := socketPair()
 	if err != nil {
 		return err
 	}
@@ -180,8 +180,7 @@ func (lo *loopOut) bellClosed() {
 func (lo *loopOut) add(w *connWriter) {
 	lo.mu.Lock()
 	lo.ready = append(lo.ready, w)
-	arm := !lo.armed && !lo.busy
-	lo.armed = lo.armed || arm
+	arm := lo.runs.listed()
 	lo.mu.Unlock()
 	if !arm {
 		return
@@ -198,16 +197,14 @@ func (lo *loopOut) add(w *connWriter) {
 // connections.
 func (lo *loopOut) enter() {
 	lo.mu.Lock()
-	lo.busy = true
+	lo.runs.enter()
 	lo.mu.Unlock()
 }
 
 // leave runs what was listed since enter with no run asked for.
 func (lo *loopOut) leave() {
 	lo.mu.Lock()
-	lo.busy = false
-	run := len(lo.ready) > 0 && !lo.armed
-	lo.armed = lo.armed || run
+	run := lo.runs.leave(len(lo.ready) > 0)
 	lo.mu.Unlock()
 	if run {
 		_ = lo.Run(nil)
@@ -259,7 +256,7 @@ func (lo *loopOut) Run(context.Context) error {
 	} else {
 		lo.spare = ws[:0]
 	}
-	lo.armed = more
+	lo.runs.ran(more)
 	lo.mu.Unlock()
 	switch {
 	case later && !lo.hasBell():

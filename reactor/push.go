@@ -62,29 +62,28 @@ func attachNetPush(sess Session, c net.Conn) {
 }
 
 // push queues a copy of p behind every reply already handed to write, for
-// the loop or the flusher to write out, and returns the bytes queued; see Pusher. It
-// never blocks and never marks the executor blocked: the pushing session
-// bounds what it pushes by the queue it is told about.
+// the loop (or, once gnet let go of the connection, the drainer) to write
+// out, and returns the bytes queued; see Pusher. It never blocks and never
+// marks the executor blocked: the pushing session bounds what it pushes by
+// the queue it is told about.
 func (w *connWriter) push(p []byte) (int, error) {
 	w.mu.Lock()
-	if w.failed || w.closed || w.closing {
+	if w.st.failed || w.st.closed || w.st.closing {
 		w.mu.Unlock()
 		return 0, errPushClosed
 	}
-	list := false
-	if len(p) > 0 {
-		if len(w.queue) == 0 {
-			w.off = 0
-		}
-		w.queue = append(w.queue, append([]byte(nil), p...))
-		w.queued += len(p)
-		w.limits.add(len(p))
-		list = w.kickLocked(false)
+	if len(p) == 0 {
+		queued := w.queued
+		w.mu.Unlock()
+		return queued, nil
 	}
+	if len(w.queue) == 0 {
+		w.off = 0
+	}
+	w.queue = append(w.queue, append([]byte(nil), p...))
+	w.queued += len(p)
+	w.limits.add(len(p))
 	queued := w.queued
-	w.mu.Unlock()
-	if list {
-		w.out.add(w)
-	}
+	w.doLocked(w.st.queued(false))
 	return queued, nil
 }

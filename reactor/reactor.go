@@ -123,11 +123,6 @@ type Config struct {
 	// Workers is the size of the Executor's pool (--workers), for stats:
 	// each worker executes one connection's slice of requests at a time.
 	Workers int
-	// WorkerWrites (pool mode) has each worker write its replies itself, on
-	// the connection's own duplicate of the socket taken at open, instead of
-	// handing them back to the connection's event loop, which writes them
-	// (loopout.go; the default).
-	WorkerWrites bool
 	// ReqsPerEvent (memcached's -R) is how many requests of one connection
 	// run before the others get their turn; a longer pipeline is served in
 	// slices, in order.

@@ -137,7 +137,6 @@ var variants = []struct {
 }{
 	{"pool", ModePool, nil},
 	{"pool-t1-w1", ModePool, func(c *Config) { c.Loops, c.Workers = 1, 1 }},
-	{"pool-worker-writes", ModePool, func(c *Config) { c.WorkerWrites = true }},
 	{"inline", ModeInline, nil},
 	{"goroutine", ModeGoroutine, nil},
 }

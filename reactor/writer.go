@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -12,38 +11,42 @@ import (
 
 // connWriter sends one connection's replies, in request order (gnet modes).
 //
-// Whoever executes the connection's requests calls write with each run of
-// replies, one goroutine at a time. Who writes them to the socket:
+// The writer rule: one writer at a time per connection, and while gnet holds
+// the connection that writer is its event loop (writerState in connstate.go
+// says who it is):
 //
-//   - pool mode (the default), while gnet has the connection open: its
-//     event loop. write queues the replies and lists the writer on the
-//     loop's loopOut; the loop's next run writes every listed connection's
-//     queue (loopout.go). The workers make no socket calls.
-//   - pool mode with WorkerWrites: the worker running the connection, at
-//     once, on a duplicate of the socket taken at open, which gnet cannot
-//     close under it.
-//   - inline mode, while open: the executor is the loop itself, which writes
-//     at once on gnet's descriptor.
-//   - when the socket refuses bytes (the peer does not keep up), a flusher
-//     goroutine, parked in Go's network poller on a duplicate of the socket
-//     until the socket takes more, writes the queue out; the duplicate is
-//     kept for the rest of the connection's life (a peer slow once is
-//     likely slow again: no descriptor churn per slice). gnet offers no
-//     callback when a socket drains, and what its own output buffer holds
-//     when the connection closes is dropped after one try: the flusher's
-//     duplicate is how tandem waits for a slow reader without either.
+//   - attached, inline mode: the executor is the loop, which writes at once
+//     on gnet's descriptor.
+//   - attached, pool mode, and pushed lines in both modes: write queues the
+//     replies and lists the writer on the loop's loopOut; the loop's next
+//     run writes every listed connection's queue (loopout.go). Workers make
+//     no socket calls.
+//   - attached, when the socket refuses bytes: the loop starts a waker, a
+//     goroutine parked in Go's network poller on a duplicate of the
+//     descriptor (taken on the loop, kept for the connection's life: a peer
+//     slow once is likely slow again). It writes nothing: once the socket
+//     takes bytes it lists the writer on the loop again and ends.
 //   - after gnet let go of the connection (the peer closed or half-closed
-//     it, or shutdown drained it; see leave): the executor writes on a
-//     duplicate taken on the loop before gnet closed its descriptor, and
-//     the flusher when the socket is full. So requests read before a close
-//     still run and, when the peer still reads, are answered, and no write
-//     lands on a descriptor number that gnet has closed and reused.
+//     it, or shutdown drained it; see leave): exactly one goroutine, the
+//     drainer, writes what is owed, on the duplicate taken on the loop
+//     before gnet closed its descriptor (a waker then waiting becomes the
+//     drainer). So requests read before a close still run and, when the
+//     peer still reads, are answered, and no write lands on a descriptor
+//     number that gnet has closed and reused.
+//
+// Not gnet's own write path (Conn.Write, AsyncWritev): it has no callback
+// when its output buffer drains, which the executor's resume needs; what
+// that buffer holds when the connection closes is tried once and dropped (a
+// half-closed client would lose replies); it switches the descriptor's epoll
+// interest between read and read-write, which would undo read pausing
+// (readpause.go); and on a write error it closes the connection from inside
+// the write, re-entering OnClose under the writer.
 //
 // While the queue holds more than the high-water mark (or anything at all
 // while the server's connection buffers are over their global limit; or,
 // for the loop to write, more than loopQueueMax), write reports the
-// connection blocked: its executor stops running requests, and
-// resume is called once the queue is empty.
+// connection blocked: its executor stops running requests, and resume is
+// called once the queue is empty.
 type connWriter struct {
 	limits *bufLimits
 	resume func() // called without locks held when a blocked executor may go on
@@ -51,31 +54,22 @@ type connWriter struct {
 	// run, in hand or framed for it; called by the executor, with mu held.
 	moreLocked func() bool
 	out        *loopOut // the connection's event loop's writer list
-	// viaLoop: executors hand replies to the loop while attached (pool
-	// mode without WorkerWrites).
-	viaLoop bool
+	viaLoop    bool     // pool mode: executors hand replies to the loop while attached
+	gnetFD     int      // gnet's descriptor, written by the loop only, while attached
 
 	// mu is the connection's one mutex, shared with its gconn (gconn.mu):
 	// no code path holds it across a call from the writer's state to the
 	// connection's or back (see gconn's lock order).
 	mu       *sync.Mutex
-	fd       int      // guarded by mu: the descriptor written: gnet's while attached and not own, -1 when none
-	gnetFD   int      // gnet's descriptor, valid while attached
-	own      bool     // guarded by mu: fd is a duplicate of tandem's own, closed by it
-	file     *os.File // guarded by mu: wraps an own fd while a flusher waits in Go's poller
-	attached bool     // guarded by mu: gnet has the connection open (see leave)
-	queue    [][]byte // guarded by mu: replies not yet written; queue[0][off:] goes next
-	off      int      // guarded by mu
-	queued   int      // guarded by mu: bytes in queue from off on
-	listed   bool     // guarded by mu: on the loop's list for its next run
-	flushing bool     // guarded by mu: the flusher goroutine runs and alone writes
-	blocked  bool     // guarded by mu: write reported blocked; resume is owed once the queue drains
-	failed   bool     // guarded by mu: the peer is gone; replies are dropped from now on
-	closing  bool     // guarded by mu: close the descriptor once the queue is empty
-	closed   bool     // guarded by mu: the writer is done
+	st       writerState // guarded by mu
+	fd       int         // guarded by mu: the duplicate, -1 until taken (on the loop) or after close
+	file     *os.File    // guarded by mu: wraps fd for Go's network poller
+	queue    [][]byte    // guarded by mu: replies not yet written; queue[0][off:] goes next
+	off      int         // guarded by mu
+	queued   int         // guarded by mu: bytes in queue from off on
 	deadline time.Duration
 	spare    []byte   // guarded by mu: a drained buffer kept for reuse
-	iov      [][]byte // the writev vector of whoever writes the queue (loop or flusher)
+	iov      [][]byte // the writev vector of whoever writes the queue (loop or drainer)
 }
 
 // bufLimits is the server-wide accounting of connection buffers.
@@ -95,16 +89,10 @@ func (l *bufLimits) over() bool { return l.limit > 0 && l.used.Load() > l.limit 
 
 // newConnWriter returns the writer of a connection gnet opened on fd, whose
 // loop runs out's list, guarded by the connection's mutex mu. In pool mode
-// the loop writes the replies (viaLoop), unless workers write them
-// (workerWrites): then they write on a duplicate of fd taken here, which
-// gnet cannot close under them.
-func newConnWriter(fd int, mu *sync.Mutex, limits *bufLimits, out *loopOut, pool, workerWrites bool, resume func()) (*connWriter, error) {
-	w := &connWriter{mu: mu, fd: fd, gnetFD: fd, attached: true, limits: limits, out: out, resume: resume,
-		viaLoop: pool && !workerWrites}
-	if pool && workerWrites && !w.ownLocked() {
-		return nil, errors.New("reactor: cannot duplicate the connection's descriptor for its writer")
-	}
-	return w, nil
+// the loop writes the replies (viaLoop).
+func newConnWriter(fd int, mu *sync.Mutex, limits *bufLimits, out *loopOut, pool bool, resume func()) *connWriter {
+	return &connWriter{mu: mu, fd: -1, gnetFD: fd, st: writerState{attached: true}, limits: limits, out: out,
+		resume: resume, viaLoop: pool}
 }
 
 // write sends out, or queues it. It returns a buffer the caller may reuse
@@ -115,25 +103,23 @@ func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 		return out, false
 	}
 	w.mu.Lock()
-	if w.failed || w.closed {
+	if w.st.failed || w.st.closed {
 		w.mu.Unlock()
 		return out[:0], false
 	}
-	if (w.viaLoop && w.attached) || w.busyLocked() {
+	if w.viaLoop || !w.st.attached || w.st.out != outIdle {
 		return w.enqueueLocked(out, 0)
 	}
-	fd := w.fd
 	w.mu.Unlock()
-	// Nothing is queued, listed or flushing: only this goroutine writes
-	// (the loop itself in inline mode; a worker, on its own duplicate, with
-	// worker writes; the executor after leave).
-	n, err := writeAll(fd, out)
+	// Inline mode, nothing queued: the executor is the loop, which alone
+	// writes while gnet has the connection open.
+	n, err := writeAll(w.gnetFD, out)
 	if err == nil {
 		return out[:0], false
 	}
 	w.mu.Lock()
 	if err != unix.EAGAIN {
-		w.failed = true
+		w.st.failed = true
 		w.mu.Unlock()
 		return out[:0], false
 	}
@@ -152,13 +138,9 @@ func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 // the pool for nothing once the loop wrote its reply.
 const loopQueueMax = writeChunk
 
-// busyLocked reports whether replies wait for the loop or the flusher.
-func (w *connWriter) busyLocked() bool { return w.listed || w.flushing || w.queued > 0 }
-
 // enqueueLocked queues out[from:] and unlocks w.mu. from is non-zero only
-// when the queue is empty (a direct write that the socket took in part);
-// then the socket is full and the flusher takes over, else the loop is
-// asked to write (kick).
+// when the queue is empty (the loop's direct write that the socket took in
+// part): then the socket is full and a waker waits for it.
 func (w *connWriter) enqueueLocked(out []byte, from int) ([]byte, bool) {
 	if len(w.queue) == 0 {
 		w.off = from
@@ -168,132 +150,99 @@ func (w *connWriter) enqueueLocked(out []byte, from int) ([]byte, bool) {
 	w.queued += n
 	w.limits.add(n)
 	blocked := w.queued > w.limits.highWater || w.limits.over() ||
-		(w.viaLoop && w.attached && w.queued > loopQueueMax && w.moreLocked != nil && w.moreLocked())
+		(w.viaLoop && w.st.attached && w.queued > loopQueueMax && w.moreLocked != nil && w.moreLocked())
 	if blocked {
-		w.blocked = true
+		w.st.blocked = true
 	}
 	reuse := w.spare
 	w.spare = nil
-	list := w.kickLocked(from > 0)
-	w.mu.Unlock()
-	if list {
-		w.out.add(w)
-	}
+	w.doLocked(w.st.queued(from > 0))
 	return reuse[:0], blocked
 }
 
-// kickLocked gets the queue written, unless the loop or the flusher is on it
-// already: by the loop's next run while gnet has the connection open and its
-// socket was not just found full, else by the flusher. It reports whether
-// the caller must list w on its loop once it has unlocked w.mu.
-func (w *connWriter) kickLocked(full bool) bool {
-	if w.listed || w.flushing {
-		return false
+// doLocked carries out the effects of a writer transition and unlocks w.mu.
+// fxWait runs on the loop (the only writer that finds the socket full while
+// attached), where gnet's descriptor is valid to duplicate.
+func (w *connWriter) doLocked(f fx) {
+	if f&(fxWait|fxDrain) != 0 && !w.pollableLocked() {
+		// No duplicate (descriptors exhausted, or gnet let go without
+		// one): nobody can wait for the socket; the replies are dropped.
+		w.st.failed = true
+		f = w.st.idle()
 	}
-	if w.attached && !full {
-		w.listed = true
-		return true
+	if f&fxDrop != 0 {
+		w.dropLocked()
 	}
-	w.startFlusherLocked()
-	return false
+	if f&fxClose != 0 {
+		w.dropFDLocked()
+	}
+	switch {
+	case f&fxWait != 0:
+		go w.wait()
+	case f&fxDrain != 0:
+		go w.drain()
+	}
+	w.mu.Unlock()
+	if f&fxList != 0 {
+		w.out.add(w)
+	}
+	if f&fxResume != 0 {
+		w.resume()
+	}
 }
 
-// startFlusherLocked starts the flusher on a duplicate of the socket,
-// registered with Go's network poller. Without a duplicate (descriptors
-// exhausted, or gnet let go of the socket) the flusher only drops the queue
-// and resumes the executor.
-func (w *connWriter) startFlusherLocked() {
-	if !w.ownLocked() {
-		w.failed = true
-	} else if w.file == nil {
-		w.file = os.NewFile(uintptr(w.fd), "tandem-conn")
-	}
-	w.flushing = true
-	go w.flush()
-}
-
-// ownLocked makes fd a duplicate of tandem's own, if it is not one already.
-// A duplicate shares the socket's file status flags, so it is non-blocking
-// like gnet's. gnet's descriptor is duplicated only while gnet has the
-// connection open: on its loop (leave), or by a writer the loop is not
-// going to close meanwhile (the flusher starts from the loop in pool mode,
-// from the executor, the loop, in inline mode).
-func (w *connWriter) ownLocked() bool {
-	if w.own {
+// pollableLocked makes fd a duplicate of gnet's descriptor registered with
+// Go's network poller, if it is not one already. A duplicate shares the
+// socket's file status flags, so it is non-blocking like gnet's. gnet's
+// descriptor is duplicated only while gnet has the connection open, on its
+// loop (the loop's write found the socket full, or leave).
+func (w *connWriter) pollableLocked() bool {
+	if w.file != nil {
 		return true
 	}
-	if !w.attached {
+	if !w.st.attached {
 		return false
 	}
 	dup, err := unix.FcntlInt(uintptr(w.gnetFD), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
-	w.fd, w.own = dup, true
+	w.fd, w.file = dup, os.NewFile(uintptr(dup), "tandem-conn")
+	if w.deadline > 0 {
+		_ = w.file.SetWriteDeadline(time.Now().Add(w.deadline))
+	}
 	return true
 }
 
-// dropFDLocked closes an own descriptor, leaving none.
+// dropFDLocked closes the duplicate, leaving none.
 func (w *connWriter) dropFDLocked() {
-	if w.own {
-		if w.file != nil {
-			_ = w.file.Close()
-		} else {
-			_ = unix.Close(w.fd)
-		}
+	if w.file != nil {
+		_ = w.file.Close()
 	}
-	w.file, w.own, w.fd = nil, false, -1
+	w.file, w.fd = nil, -1
 }
 
 // leave runs on the loop when gnet lets go of the connection (OnClose,
-// before gnet closes its descriptor; or shutdown's drain). From then on the
-// writer writes through a duplicate of its own (unless it failed), and what
-// is queued or listed goes to the flusher: the loop writes no more for it.
+// before gnet closes its descriptor; or shutdown's drain). It takes the
+// duplicate the drainer will write on (unless the writer failed): from now
+// on the loop writes no more for the connection.
 func (w *connWriter) leave() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.attached {
+	if !w.st.attached {
+		w.mu.Unlock()
 		return
 	}
-	if !w.failed && !w.closed && !w.ownLocked() {
-		w.failed = true
+	if !w.st.failed && !w.st.closed && !w.pollableLocked() {
+		w.st.failed = true
 	}
-	w.attached = false
-	if !w.own {
-		w.fd = -1
-	}
-	if (w.queued > 0 || w.listed) && !w.flushing && !w.closed {
-		w.startFlusherLocked()
-	}
+	w.doLocked(w.st.leave())
 }
 
 // abandon drops a listed writer's queue when its loop cannot run any more
 // (the engine stopped).
 func (w *connWriter) abandon() {
 	w.mu.Lock()
-	w.listed = false
-	if w.flushing || w.closed {
-		w.mu.Unlock()
-		return
-	}
-	w.failed = true
-	w.finishLocked()
-}
-
-// finishLocked ends a turn of writing the queue, written or given up: it
-// drops what is left (the peer is gone), closes the descriptor when asked
-// to, unlocks w.mu and resumes a blocked executor.
-func (w *connWriter) finishLocked() {
-	w.dropLocked()
-	resume := w.blocked
-	w.blocked = false
-	if w.closing && !w.closed {
-		w.closeLocked()
-	}
-	w.mu.Unlock()
-	if resume {
-		w.resume()
-	}
+	w.doLocked(w.st.abandoned())
 }
 
 // queuedLen returns the bytes queued.
@@ -304,16 +253,16 @@ func (w *connWriter) queuedLen() int {
 }
 
 // flushOnLoop writes the queue on the loop's run (loopout.go) and returns
-// the bytes written. What the socket does not take goes to the flusher.
+// the bytes written. What the socket does not take waits for the waker.
 func (w *connWriter) flushOnLoop() (written int) {
 	w.mu.Lock()
-	w.listed = false
-	if w.flushing || w.closed {
+	if !w.st.loopTurn() {
 		w.mu.Unlock()
 		return 0
 	}
-	for w.queued > 0 && !w.failed {
-		n, err := unix.Writev(w.fd, w.iovLocked())
+	full := false
+	for w.queued > 0 && !w.st.failed && !full {
+		n, err := writev(w.gnetFD, w.iovLocked())
 		w.clearIOV()
 		if n > 0 {
 			w.consumeLocked(n)
@@ -322,16 +271,12 @@ func (w *connWriter) flushOnLoop() (written int) {
 		switch {
 		case err == unix.EINTR:
 		case err == unix.EAGAIN:
-			w.startFlusherLocked()
-			w.mu.Unlock()
-			return written
-		case err != nil:
-			w.failed = true
-		case n <= 0:
-			w.failed = true
+			full = true
+		case err != nil, n <= 0:
+			w.st.failed = true
 		}
 	}
-	w.finishLocked()
+	w.doLocked(w.st.loopWrote(full))
 	return written
 }
 
@@ -356,32 +301,56 @@ func writeAll(fd int, b []byte) (int, error) {
 	return done, nil
 }
 
-// flush writes the queue out, waiting in the network poller while the socket
-// is full, until the queue is empty or the peer is gone.
-func (w *connWriter) flush() {
+// wait is the waker: it waits in Go's network poller until the socket takes
+// bytes again (or the wait fails: the deadline of a closing writer, or the
+// peer gone), then has the loop write the queue, or, when gnet let go of the
+// connection meanwhile, goes on as the drainer. It writes nothing while
+// gnet holds the connection.
+func (w *connWriter) wait() {
+	w.mu.Lock()
+	file := w.file
+	w.mu.Unlock()
+	err := waitWritable(file)
+	w.mu.Lock()
+	if err != nil {
+		w.st.failed = true
+	}
+	f := w.st.writable(w.queued > 0)
+	if f&fxDrain == 0 {
+		w.doLocked(f)
+		return
+	}
+	w.mu.Unlock()
+	w.drain()
+}
+
+// drain is the drainer: it writes the queue out, waiting in the network
+// poller while the socket is full, until the queue is empty or the peer is
+// gone. It runs only after gnet let go of the connection, and alone.
+func (w *connWriter) drain() {
 	for {
 		w.mu.Lock()
-		if w.queued == 0 || w.failed {
-			w.flushing = false
-			w.finishLocked()
+		if w.queued == 0 || w.st.failed {
+			w.doLocked(w.st.drained())
 			return
 		}
 		iov := w.iovLocked()
 		deadline := w.deadline
+		file := w.file
 		w.mu.Unlock()
-		n, err := w.waitWrite(iov, deadline)
+		n, err := waitWrite(file, iov, deadline)
 		w.mu.Lock()
 		w.clearIOV()
 		w.consumeLocked(n)
 		if err != nil {
-			w.failed = true
+			w.st.failed = true
 		}
 		w.mu.Unlock()
 	}
 }
 
 // iovLocked returns the queued bytes as a vector for one writev, in w.iov:
-// the loop or the flusher, whichever writes the queue, uses it.
+// the loop or the drainer, whichever writes the queue, uses it.
 func (w *connWriter) iovLocked() [][]byte {
 	iov := w.iov[:0]
 	for i, b := range w.queue {
@@ -453,20 +422,37 @@ func (w *connWriter) recycleLocked(b []byte) {
 	}
 }
 
-// waitWrite writes iov, waiting in Go's network poller while the socket is
-// full. It runs on the flusher, which alone uses w.file while flushing.
-func (w *connWriter) waitWrite(iov [][]byte, deadline time.Duration) (int, error) {
-	rc, err := w.file.SyscallConn()
+// waitWritable waits in Go's network poller until file's socket takes
+// bytes, or the wait fails (file's deadline, or an error).
+func waitWritable(file *os.File) error {
+	rc, err := file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	waited := false
+	return rc.Write(func(uintptr) bool {
+		// The first call asks to wait: the loop just found the socket
+		// full. The poller calls again once it reports it writable.
+		done := waited
+		waited = true
+		return done
+	})
+}
+
+// waitWrite writes iov on file, waiting in Go's network poller while the
+// socket is full. It runs on the drainer, which alone writes on file.
+func waitWrite(file *os.File, iov [][]byte, deadline time.Duration) (int, error) {
+	rc, err := file.SyscallConn()
 	if err != nil {
 		return 0, err
 	}
 	if deadline > 0 {
-		_ = w.file.SetWriteDeadline(time.Now().Add(deadline))
+		_ = file.SetWriteDeadline(time.Now().Add(deadline))
 	}
 	var n int
 	var werr error
 	err = rc.Write(func(fd uintptr) bool {
-		n, werr = unix.Writev(int(fd), iov)
+		n, werr = writev(int(fd), iov)
 		if n < 0 {
 			n = 0
 		}
@@ -486,42 +472,30 @@ func (w *connWriter) waitWrite(iov [][]byte, deadline time.Duration) (int, error
 // make progress within linger or the rest is dropped.
 func (w *connWriter) closeWhenDone(linger time.Duration) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	if !w.flushing && !w.listed {
-		w.closeLocked()
-		return
-	}
-	w.closing = true
 	w.deadline = linger
 	if w.file != nil {
 		_ = w.file.SetWriteDeadline(time.Now().Add(linger))
 	}
+	w.doLocked(w.st.closeWhenDone())
 }
 
 // abort makes the writer drop queued and future replies (the connection is
 // closed for an error, or the server gives up on it). The descriptor itself
 // is closed by closeWhenDone, once the connection's executor is done with
-// it, so that no direct write can land on a closed (and reused) number.
+// it.
 func (w *connWriter) abort() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.abortLocked()
 }
 
-// abortLocked is abort with the connection's mutex held.
+// abortLocked is abort with the connection's mutex held: whoever writes the
+// queue (a waker or the drainer, woken by the deadline) drops it.
 func (w *connWriter) abortLocked() {
-	w.failed = true
+	w.st.failed = true
 	if w.file != nil {
 		_ = w.file.SetWriteDeadline(time.Now())
 	}
-}
-
-func (w *connWriter) closeLocked() {
-	w.closed = true
-	w.dropFDLocked()
 }
 
 // holdForDrain reports whether the socket refused some of the replies
@@ -530,16 +504,16 @@ func (w *connWriter) closeLocked() {
 func (w *connWriter) holdForDrain() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.busyLocked() && !w.failed {
-		w.blocked = true
+	if w.st.out != outIdle && !w.st.failed {
+		w.st.blocked = true
 		return true
 	}
 	return false
 }
 
-// idle reports whether nothing is queued.
+// idle reports whether nothing is queued and nobody is to write.
 func (w *connWriter) idle() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.busyLocked()
+	return w.st.out == outIdle && w.queued == 0
 }

@@ -21,13 +21,18 @@ type fakeLoop struct {
 	mu      sync.Mutex
 	pending []gnet.Runnable
 	calls   int
-	err     error // Execute's error: the engine is stopping
+	err     error         // Execute's error: the engine is stopping
+	asked   chan struct{} // signalled (without blocking) on every Execute
 }
 
 func (l *fakeLoop) Execute(_ context.Context, r gnet.Runnable) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
+	select {
+	case l.asked <- struct{}{}:
+	default:
+	}
 	if l.err != nil {
 		return l.err
 	}
@@ -56,6 +61,7 @@ type writerRig struct {
 	gnetFD  int
 	peer    *os.File
 	resumed atomic.Int32
+	resumes chan struct{} // one value per resume
 	limits  bufLimits
 }
 
@@ -69,17 +75,17 @@ func newWriterRig(t *testing.T, pool bool, sndbuf int) *writerRig {
 		_ = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, sndbuf)
 		_ = unix.SetsockoptInt(fds[1], unix.SOL_SOCKET, unix.SO_RCVBUF, sndbuf)
 	}
-	r := &writerRig{t: t, loop: &fakeLoop{}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer")}
+	r := &writerRig{t: t, loop: &fakeLoop{asked: make(chan struct{}, 1)}, gnetFD: fds[0], peer: os.NewFile(uintptr(fds[1]), "peer"),
+		resumes: make(chan struct{}, 64)}
 	r.limits.highWater = 64 << 10
-	w, err := newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, false, func() { r.resumed.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.w = w
+	r.w = newConnWriter(fds[0], new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, pool, func() {
+		r.resumed.Add(1)
+		r.resumes <- struct{}{}
+	})
 	t.Cleanup(func() {
 		_ = r.peer.Close()
 		r.w.mu.Lock()
-		closeGnet := r.w.attached
+		closeGnet := r.w.st.attached
 		r.w.mu.Unlock()
 		r.w.closeWhenDone(time.Millisecond)
 		if closeGnet {
@@ -100,11 +106,31 @@ func (r *writerRig) read(n int) []byte {
 	return b
 }
 
-// state returns the writer's descriptor state.
-func (r *writerRig) state() (fd int, own, flushing, listed bool) {
+// state returns the writer's duplicate descriptor (-1: none) and who is to
+// write its queue.
+func (r *writerRig) state() (fd int, out outState) {
 	r.w.mu.Lock()
 	defer r.w.mu.Unlock()
-	return r.w.fd, r.w.own, r.w.flushing, r.w.listed
+	return r.w.fd, r.w.st.out
+}
+
+// pump runs the loop each time a run is asked for, until the test ends: the
+// loop of a connection whose waker lists it again.
+func (r *writerRig) pump() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	r.t.Cleanup(func() { close(done); <-stopped })
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-r.loop.asked:
+				r.loop.run()
+			case <-done:
+				return
+			}
+		}
+	}()
 }
 
 // waitIdle waits until the writer has nothing queued, listed or flushing.
@@ -127,7 +153,7 @@ func TestWriterPoolRepliesGoThroughTheLoop(t *testing.T) {
 			t.Fatalf("write(%q) = %q, blocked %v", s, reuse, blocked)
 		}
 	}
-	if _, _, _, listed := r.state(); !listed {
+	if _, out := r.state(); out != outListed {
 		t.Fatal("a pool writer with replies is not listed on its loop")
 	}
 	_ = r.peer.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
@@ -144,8 +170,8 @@ func TestWriterPoolRepliesGoThroughTheLoop(t *testing.T) {
 	if got := r.read(len(want)); string(got) != want {
 		t.Fatalf("peer got %q", got)
 	}
-	if fd, own, flushing, listed := r.state(); fd != r.gnetFD || own || flushing || listed || !r.w.idle() {
-		t.Fatalf("after the run: fd %d (gnet's %d) own %v flushing %v listed %v", fd, r.gnetFD, own, flushing, listed)
+	if fd, out := r.state(); fd != -1 || out != outIdle || !r.w.idle() {
+		t.Fatalf("after the run: duplicate %d, %v", fd, out)
 	}
 }
 
@@ -164,10 +190,11 @@ func TestWriterInlineWritesAtOnce(t *testing.T) {
 	}
 }
 
-// TestWriterSlowPeer checks the slow path: the socket refuses bytes, the
-// flusher takes over on a duplicate, the executor blocks past the
-// high-water mark, and once the peer reads everything the executor is
-// resumed; the duplicate is kept (a peer slow once is likely slow again:
+// TestWriterSlowPeer checks the slow path: the socket refuses bytes, a
+// waker waits for it on a duplicate (writing nothing), the executor blocks
+// past the high-water mark, the loop writes whatever the socket takes each
+// time the waker lists it, and once the peer read everything the executor
+// is resumed; the duplicate is kept (a peer slow once is likely slow again:
 // no descriptor churn per slice), and later replies take the usual path.
 func TestWriterSlowPeer(t *testing.T) {
 	for _, pool := range []bool{true, false} {
@@ -184,25 +211,30 @@ func TestWriterSlowPeer(t *testing.T) {
 					t.Fatal("never blocked")
 				}
 			}
-			fd, own, flushing, _ := r.state()
-			if !flushing || !own || fd == r.gnetFD {
-				t.Fatalf("socket full: flushing %v own %v fd %d (gnet's %d)", flushing, own, fd, r.gnetFD)
+			if fd, out := r.state(); out != outWaiting || fd < 0 || fd == r.gnetFD {
+				t.Fatalf("socket full: %v, duplicate %d (gnet's %d)", out, fd, r.gnetFD)
 			}
+			r.pump()
 			if got := r.read(want.Len()); !bytes.Equal(got, want.Bytes()) {
 				t.Fatal("the peer got other bytes than were written, or out of order")
 			}
 			r.waitIdle()
+			select {
+			case <-r.resumes: // the resume comes after the writer went idle
+			case <-time.After(10 * time.Second):
+				t.Fatal("not resumed")
+			}
 			if r.resumed.Load() != 1 {
 				t.Fatalf("resumed %d times, want 1", r.resumed.Load())
 			}
-			if fd, own, flushing, _ := r.state(); !own || fd == r.gnetFD || flushing {
-				t.Fatalf("after draining: own %v fd %d (gnet's %d) flushing %v", own, fd, r.gnetFD, flushing)
+			if fd, out := r.state(); fd < 0 || out != outIdle {
+				t.Fatalf("after draining: duplicate %d, %v", fd, out)
 			}
 			r.w.write([]byte("END\r\n"))
-			r.loop.run()
 			if got := r.read(5); string(got) != "END\r\n" {
 				t.Fatalf("after draining, peer got %q", got)
 			}
+			r.waitIdle() // the loop counts the bytes off after the peer may have read them
 			if r.limits.used.Load() != 0 {
 				t.Fatalf("%d bytes still counted", r.limits.used.Load())
 			}
@@ -212,18 +244,17 @@ func TestWriterSlowPeer(t *testing.T) {
 
 // TestWriterLeave checks a close with replies not yet written (a half-closed
 // peer): leave takes a duplicate before gnet closes its descriptor, the
-// flusher writes what was listed for the loop, the executor's later
+// drainer writes what was listed for the loop, the executor's later
 // replies follow in order, and closeWhenDone ends the stream with EOF.
 func TestWriterLeave(t *testing.T) {
 	r := newWriterRig(t, true, 0)
 	r.w.write([]byte("one\r\n"))
 	r.w.leave()
 	_ = unix.Close(r.gnetFD) // gnet closes its descriptor after OnClose
-	fd, own, _, _ := r.state()
-	if !own || fd == r.gnetFD {
-		t.Fatalf("after leave: own %v fd %d", own, fd)
+	if fd, out := r.state(); fd < 0 || fd == r.gnetFD || out != outDraining {
+		t.Fatalf("after leave: duplicate %d, %v", fd, out)
 	}
-	r.loop.run() // the run asked for before the close finds the flusher on it
+	r.loop.run() // the run asked for before the close finds the drainer on it
 	r.w.write([]byte("two\r\n"))
 	r.w.closeWhenDone(time.Second)
 	if got := r.read(10); string(got) != "one\r\ntwo\r\n" {
@@ -245,8 +276,8 @@ func TestWriterLeaveAfterAbort(t *testing.T) {
 	_ = unix.Close(r.gnetFD)
 	r.loop.run()
 	r.waitIdle()
-	if fd, own, _, _ := r.state(); own || fd != -1 {
-		t.Fatalf("after abort and leave: own %v fd %d", own, fd)
+	if fd, out := r.state(); fd != -1 || out != outIdle {
+		t.Fatalf("after abort and leave: duplicate %d, %v", fd, out)
 	}
 	if _, err := r.w.push([]byte("x")); err == nil {
 		t.Fatal("push after abort succeeded")
@@ -276,34 +307,6 @@ func TestWriterPushGoesThroughTheLoop(t *testing.T) {
 	r.loop.run()
 	if got := r.read(11); string(got) != "ts=1 gid=1\n" {
 		t.Fatalf("peer got %q", got)
-	}
-}
-
-// TestWriterWorkerWrites checks pool mode's worker writes: the writer owns a
-// duplicate from the start, a worker's write reaches the socket at once, and
-// the duplicate is kept after a slow peer drained (gnet may close its own
-// descriptor at any time while a worker writes).
-func TestWriterWorkerWrites(t *testing.T) {
-	r := newWriterRig(t, true, 4<<10)
-	w, err := newConnWriter(r.gnetFD, new(sync.Mutex), &r.limits, &loopOut{loop: r.loop}, true, true, func() { r.resumed.Add(1) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.w.closeWhenDone(0)
-	r.w = w
-	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD {
-		t.Fatalf("at open: own %v fd %d (gnet's %d)", own, fd, r.gnetFD)
-	}
-	r.w.write([]byte("STORED\r\n"))
-	if got := r.read(8); string(got) != "STORED\r\n" || r.loop.calls != 0 {
-		t.Fatalf("peer got %q; %d loop runs asked", got, r.loop.calls)
-	}
-	big := bytes.Repeat([]byte("x"), 256<<10)
-	r.w.write(big)
-	r.read(len(big))
-	r.waitIdle()
-	if fd, own, _, _ := r.state(); !own || fd == r.gnetFD || r.loop.calls != 0 {
-		t.Fatalf("after a drain: own %v fd %d; %d loop runs asked", own, fd, r.loop.calls)
 	}
 }
 

@@ -175,12 +175,11 @@ func manyThreads(p Profile) Scenario {
 }
 
 // FairnessTargets are scenario 5's targets: the machinery cost at -t 1
-// (inline against pool with one worker) and every mode at -t 2, pool with
-// either reply path.
+// (inline against pool with one worker) and every mode at -t 2.
 func FairnessTargets() []Target {
 	return []Target{
 		TandemTarget("inline", 1, 0), TandemTarget("pool", 1, 1), MemcachedTarget(1),
-		TandemTarget("pool", 2, 0), WorkerWritesTarget(2),
+		TandemTarget("pool", 2, 0),
 		TandemTarget("inline", 2, 0), TandemTarget("goroutine", 2, 0), MemcachedTarget(2),
 	}
 }

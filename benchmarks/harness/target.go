@@ -39,32 +39,18 @@ func TandemTarget(mode string, threads, workers int) Target {
 	return Target{Name: name, Kind: KindTandem, Mode: mode, Threads: threads, Workers: workers}
 }
 
-// WorkerWritesTarget returns pool mode at -t threads with --worker-writes:
-// its workers write the replies themselves instead of handing them back to
-// the connection's event loop (the default), the named option issue #25
-// keeps where it measurably wins.
-func WorkerWritesTarget(threads int) Target {
-	t := TandemTarget("pool", threads, 0)
-	t.Name = fmt.Sprintf("tandem-pool-ww-t%d", threads)
-	t.Extra = []string{"--worker-writes"}
-	return t
-}
-
 // MemcachedTarget returns the real memcached at -t threads.
 func MemcachedTarget(threads int) Target {
 	return Target{Name: fmt.Sprintf("memcached-t%d", threads), Kind: KindMemcached, Threads: threads}
 }
 
 // DefaultTargets is the standard matrix: tandem pool, inline and goroutine
-// and memcached, each at -t 1 and -t 2, and pool with --worker-writes at -t 2.
+// and memcached, each at -t 1 and -t 2.
 func DefaultTargets() []Target {
 	var ts []Target
 	for _, t := range []int{1, 2} {
 		for _, m := range []string{"pool", "inline", "goroutine"} {
 			ts = append(ts, TandemTarget(m, t, 0))
-		}
-		if t == 2 {
-			ts = append(ts, WorkerWritesTarget(t))
 		}
 		ts = append(ts, MemcachedTarget(t))
 	}

@@ -32,12 +32,8 @@ func TestTargetArgs(t *testing.T) {
 		"-p 1234 -l 127.0.0.1 -t 2 -m 20 -c 100 --mode pool"; got != want {
 		t.Errorf("args %q, want %q", got, want)
 	}
-	if n := len(DefaultTargets()); n != 9 {
-		t.Errorf("default matrix has %d targets, want 9", n)
-	}
-	if got, want := strings.Join(WorkerWritesTarget(2).Args(1234, lim), " "),
-		"-p 1234 -l 127.0.0.1 -t 2 -m 64 -c 100 --mode pool --worker-writes"; got != want {
-		t.Errorf("worker-writes args %q, want %q", got, want)
+	if n := len(DefaultTargets()); n != 8 {
+		t.Errorf("default matrix has %d targets, want 8", n)
 	}
 }
 

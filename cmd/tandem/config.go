@@ -41,7 +41,7 @@ type Config struct {
 	ReqsPerEvent     int
 	IdleTimeout      time.Duration
 	ReusePort        bool
-	WorkerWrites     bool  // pool workers write their replies themselves
+	WorkerWrites     bool  // accepted and ignored: the mode is gone (#41)
 	LoopWrites       bool  // accepted and ignored: the default since #25
 	MaxConnOutput    int   // per-connection cap on unsent replies, bytes
 	MaxConnInput     int   // per-connection cap on an incomplete request, bytes

@@ -334,6 +334,9 @@ func TestFlagValues(t *testing.T) {
 		{"-o idle_timeout", []string{"-o", "idle_timeout=7,maxconns_fast"}, func(c *Config) bool {
 			return c.IdleTimeout == 7*time.Second && len(c.Warnings) == 0
 		}},
+		{"--worker-writes is ignored with a warning", []string{"--worker-writes"}, func(c *Config) bool {
+			return len(c.Warnings) == 1 && strings.HasPrefix(c.Warnings[0], "--worker-writes: ignored")
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,7 +74,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.StringVar(&bufLimit, "conn-buffer-limit", "16m", "all connections' buffers together (queued replies, framed and unparsed input; bytes, k/m suffix; 0 = no limit; memcached -o read_buf_mem_limit=MB): above it a connection holds no reply its socket refused, and one reading a request over 16k is closed")
 	fs.StringVar(&connInput, "max-conn-input", "64m", "close a connection whose incomplete request (a value or line still arriving) exceeds this (bytes, k/m suffix; at least -I + 64k, raised to that when not given). A client sending complete requests faster than they run is paused, not closed (pool and inline modes pause through Linux epoll; on other systems they close it)")
 	fs.StringVar(&connOutput, "max-conn-output", "64m", "close a connection whose replies to one slice of requests exceed this (bytes, k/m suffix): a multi-get of many large values. A client that does not read is paused once 256k of its replies are unsent, not closed (Linux; see --max-conn-input)")
-	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "pool mode: workers write their replies to the socket themselves (on a duplicate descriptor per connection) instead of handing them back to the event loop, which writes them")
+	fs.BoolVar(&c.WorkerWrites, "worker-writes", false, "ignored (a warning): workers never write to sockets; pool-mode replies are written by the connection's event loop")
 	fs.BoolVar(&c.LoopWrites, "loop-writes", false, "ignored (a warning): pool workers hand their replies back to the event loop by default")
 
 	// Protocol and security.
@@ -174,7 +174,10 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 		c.Warnings = append(c.Warnings, "-U: UDP is not served by tandem; TCP only")
 	}
 	if c.LoopWrites {
-		c.Warnings = append(c.Warnings, "--loop-writes: ignored; pool workers hand their replies back to the event loop by default (--worker-writes to have them write)")
+		c.Warnings = append(c.Warnings, "--loop-writes: ignored; pool workers hand their replies back to the event loop")
+	}
+	if c.WorkerWrites {
+		c.Warnings = append(c.Warnings, "--worker-writes: ignored; workers no longer write to sockets: pool-mode replies are written by the connection's event loop")
 	}
 	if changed("unix-mask") && c.UnixSocket == "" {
 		c.Warnings = append(c.Warnings, "-a: applies to the unix socket of -s, which is not given; ignored")

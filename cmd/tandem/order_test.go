@@ -19,8 +19,9 @@ import (
 // TestReplyOrder checks, black box over the wire, that every reply comes
 // back once, whole and in request order while the server's reply path moves
 // through all its states: replies written by the executor at once, replies
-// queued in the connection's writer while the client reads slowly (its
-// flusher writes them), the connection stopped at the high-water mark and
+// queued in the connection's writer while the client reads slowly (the
+// loop writes them each time its waker sees the socket writable), the
+// connection stopped at the high-water mark and
 // resumed once they drained, long pipelines served in -R slices from the run
 // queue, 256 KiB and small replies interleaved, over hundreds of batches.
 //
@@ -33,10 +34,10 @@ import (
 // A credit window bounds the replies outstanding, so the server's output
 // stays under --max-conn-output whatever the reader's pace.
 //
-// It was checked to fail with three one-line mutations (an executor writing
-// directly while the writer's flusher still holds earlier replies, the
-// flusher writing its queue in reverse, a running connection queued again
-// for a second worker); see docs/testing.md.
+// It was checked to fail with three one-line mutations (before #41's
+// writer: an executor writing directly while the writer's flusher still
+// held earlier replies, the flusher writing its queue in reverse, a running
+// connection queued again for a second worker); see docs/testing.md.
 func TestReplyOrder(t *testing.T) {
 	total := 24 << 20 // reply bytes per connection
 	if testing.Short() {

@@ -369,7 +369,6 @@ var variants = []serverVariant{
 	{"inline", "inline", nil},
 	{"goroutine", "goroutine", nil},
 	{"pool-t1-w1", "pool", []string{"-t", "1", "--workers", "1"}},
-	{"pool-worker-writes", "pool", []string{"--worker-writes"}},
 }
 
 // forVariants runs f as a parallel subtest per variant.

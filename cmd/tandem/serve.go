@@ -178,7 +178,6 @@ func serve(cfg *Config) int {
 		Executor:     exec,
 		Workers:      cfg.Workers,
 		ReqsPerEvent: cfg.ReqsPerEvent,
-		WorkerWrites: cfg.WorkerWrites,
 		IdleTimeout:  cfg.IdleTimeout,
 		ReusePort:    cfg.ReusePort,
 		MaxOutput:    cfg.MaxConnOutput,
