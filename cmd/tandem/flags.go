@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 
 	// Listening.
 	fs.IntVarP(&c.Port, "port", "p", 11211, "TCP port to listen on (0 picks a free port, logged at start)")
-	fs.StringArrayVarP(&listen, "listen", "l", []string{"127.0.0.1"}, "interface address to listen on, optionally with :port; 0.0.0.0 for all (memcached: all interfaces); several -l or a comma list listen on each")
+	fs.StringArrayVarP(&listen, "listen", "l", []string{"127.0.0.1"}, "interface address to listen on, optionally with :port; 0.0.0.0 for all (memcached: all interfaces); several -l or a comma list listen on each, a repeated one once; without -l, $"+listenEnv+" when set (the container image's 0.0.0.0)")
 	fs.StringVarP(&c.UnixSocket, "unix-socket", "s", "", "unix domain socket to listen on instead of TCP, as memcached (a stale socket file is replaced, a live one refused; removed at exit)")
 	fs.StringVarP(&unixMask, "unix-mask", "a", "700", "octal permissions of the unix socket")
 	fs.IntVarP(&c.Backlog, "listen-backlog", "b", 1024, "backlog queue of the listening socket")
@@ -123,11 +124,16 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.Mode = reactor.Mode(mode)
+	c.ListenDefault = !fs.Changed("listen")
+	if env := os.Getenv(listenEnv); c.ListenDefault && env != "" {
+		listen, c.ListenDefault = []string{env}, false
+	}
 	for _, l := range listen {
 		// A notls: or mtls: prefix stays on the value (memcached's
 		// "inter" setting shows it); ListenAddrs cuts it off.
 		c.Listen = append(c.Listen, strings.Split(l, ",")...)
 	}
+	c.Listen = dedupeListen(c.Listen, c.Port)
 	mask, err := strconv.ParseUint(unixMask, 8, 32)
 	if err != nil {
 		return nil, fs, fmt.Errorf("-a: %q is not an octal mask", unixMask)
@@ -161,7 +167,6 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, err
 	}
 	c.DetailEnabled = fs.Changed("prefix-delimiter")
-	c.ListenDefault = !fs.Changed("listen")
 	c.collectWarnings(fs)
 	return c, fs, nil
 }
