@@ -88,7 +88,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.StringVarP(&delimiter, "prefix-delimiter", "D", ":", "the character that ends a key prefix in per-prefix stats (stats detail); giving it turns those stats on")
 
 	// Process.
-	fs.BoolVarP(&c.Daemon, "daemon", "d", false, "run in the background: return once the server listens (logs go to --log-file, else are discarded)")
+	fs.BoolVarP(&c.Daemon, "daemon", "d", false, "run in the background: return once the server listens (logs go to --log-file, else to standard error where it is a file or a pipe, else are discarded)")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file (removed at exit)")
 	fs.StringVarP(&c.User, "user", "u", "", "when started as root, switch to this user before listening")
 	fs.BoolVarP(&c.CoreDumps, "enable-coredumps", "r", false, "raise the core file limit to its maximum and dump core on a fatal error")
