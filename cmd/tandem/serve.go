@@ -90,7 +90,11 @@ func serve(cfg *Config) int {
 	logRestart(log, c.Restart(), cfg.MemoryMB<<20)
 	clock.start()
 	defer clock.stop()
-	stopSweep := sync.OnceFunc(sweepExpired(c))
+	// The sweep pauses on "lru_crawler disable", once the handler exists.
+	stopSweep := sync.OnceFunc(sweepExpired(c, func() bool {
+		h := watcher.Load()
+		return h == nil || h.CrawlerEnabled()
+	}))
 	defer stopSweep()
 
 	var pool *workerpool.Pool
@@ -414,8 +418,10 @@ const (
 )
 
 // sweepExpired runs the cache's expiry sweep from a ticker until the returned
-// function is called; that function waits for the goroutine to end.
-func sweepExpired(c *cache.Cache) (stop func()) {
+// function is called; that function waits for the goroutine to end. The
+// sweep skips its turns while enabled reports false ("lru_crawler
+// disable").
+func sweepExpired(c *cache.Cache, enabled func() bool) (stop func()) {
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -426,7 +432,9 @@ func sweepExpired(c *cache.Cache) (stop func()) {
 			case <-quit:
 				return
 			case <-t.C:
-				c.Maintain(sweepSlots)
+				if enabled() {
+					c.Maintain(sweepSlots)
+				}
 			}
 		}
 	}()

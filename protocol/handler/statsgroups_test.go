@@ -208,9 +208,9 @@ func TestDumpCommands(t *testing.T) {
 		want    string
 	}{
 		{"dumps allowed", false, "END\r\nEND\r\nCLIENT_ERROR Illegal slab id\r\nCLIENT_ERROR bad command line format\r\n" +
-			"END\r\nCLIENT_ERROR bad command line\r\nEND\r\nERROR\r\nERROR\r\n"},
+			"END\r\nCLIENT_ERROR bad command line\r\nEND\r\nERROR\r\nOK\r\n"},
 		{"-X", true, strings.Repeat("CLIENT_ERROR stats cachedump not allowed\r\n", 6) +
-			"ERROR metadump not allowed\r\nERROR\r\nERROR\r\n"},
+			"ERROR metadump not allowed\r\nERROR\r\nOK\r\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
