@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -180,6 +181,9 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 	}
 	if c.LoopWrites {
 		c.Warnings = append(c.Warnings, "--loop-writes: ignored; pool workers hand their replies back to the event loop by default (--worker-writes to have them write)")
+	}
+	if host, _, err := net.SplitHostPort(c.MetricsListen); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		c.Warnings = append(c.Warnings, "--metrics-listen "+c.MetricsListen+": /metrics (and --pprof) is served on every interface; give an address (127.0.0.1:PORT) to keep it local")
 	}
 	if changed("unix-mask") && c.UnixSocket == "" {
 		c.Warnings = append(c.Warnings, "-a: applies to the unix socket of -s, which is not given; ignored")

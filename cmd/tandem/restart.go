@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+	"time"
 
 	"github.com/tandemcache/tandem/cache"
 )
@@ -34,7 +35,7 @@ func logRestart(log zerolog.Logger, r cache.Restart, limit int64) {
 		return
 	}
 	log.Info().Str("memory_file", r.File).Int("items", r.Items).Int("dropped_expired", r.Dropped).
-		Int64("saved_at", r.SavedAt).Dur("took", r.Took).Msg("warm restart: items restored from the memory file")
+		Int64("saved_at", r.SavedAt).Str("took", r.Took.Round(time.Microsecond).String()).Msg("warm restart: items restored from the memory file")
 }
 
 // saveRestart writes the memory file's metadata at a graceful stop.
@@ -48,5 +49,5 @@ func saveRestart(log zerolog.Logger, c *cache.Cache) {
 	if sv.Lost > 0 {
 		ev = log.Warn().Int("lost", sv.Lost) // in memory outside the file: the file system was full
 	}
-	ev.Int("items", sv.Items).Int64("bytes", sv.Bytes).Dur("took", sv.Took).Msg("memory file saved for a warm restart")
+	ev.Int("items", sv.Items).Int64("bytes", sv.Bytes).Str("took", sv.Took.Round(time.Microsecond).String()).Msg("memory file saved for a warm restart")
 }

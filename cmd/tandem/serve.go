@@ -269,8 +269,10 @@ wait:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				reopenLog(log, sink)
-				reloadCertsOnHangup(log, certs)
+				reopenLog(log, sink, certs != nil)
+				if certs != nil || sink.path != "" {
+					reloadCertsOnHangup(log, certs)
+				}
 				continue
 			}
 			log.Info().Str("signal", sig.String()).Msg("shutting down")
