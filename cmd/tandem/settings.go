@@ -94,7 +94,8 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"idle_timeout", strconv.Itoa(int(cfg.IdleTimeout / time.Second))},
 		{"watcher_logbuf_size", "262144"},
 		{"worker_logbuf_size", "65536"},
-		{"read_buf_mem_limit", "0"},
+		// --conn-buffer-limit (memcached's -o read_buf_mem_limit), bytes; 0: none.
+		{"read_buf_mem_limit", strconv.FormatInt(max(cfg.BufferLimit, 0), 10)},
 		{"track_sizes", "no"},
 		{"inline_ascii_response", "no"},
 		{"ext_item_size", "512"},
