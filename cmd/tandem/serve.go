@@ -87,7 +87,7 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the cache")
 		return exitFailure
 	}
-	logRestart(log, c.Restart(), cfg.MemoryMB<<20)
+	logRestart(log, c.Restart(), c.Stats().CurrItems, cfg.MemoryMB<<20)
 	clock.start()
 	defer clock.stop()
 	// The sweep pauses on "lru_crawler disable", once the handler exists.
