@@ -125,6 +125,7 @@ func serve(cfg *Config) int {
 	}
 
 	var srv reactor.Server
+	var listeners listenerRows // stats conns' conn_listening rows (listenfds.go)
 	stop := make(chan struct{}, 1)
 	h, err := handler.New(handler.Config{
 		Cache:           c,
@@ -147,7 +148,7 @@ func serve(cfg *Config) int {
 			if srv == nil {
 				return nil
 			}
-			return reactor.Conns(srv)
+			return listeners.add(reactor.Conns(srv), srv.Addrs())
 		},
 		DisableWatch:  cfg.DisableWatch,
 		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
