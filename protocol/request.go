@@ -63,6 +63,9 @@ const (
 	// CmdRefreshCerts is memcached's refresh_certs: reload the TLS
 	// certificate, key and CA files (Request.Noreply as for other commands).
 	CmdRefreshCerts
+	// CmdLru is memcached's "lru mode|temp_ttl|tune ..." (Request.Args
+	// holds the arguments).
+	CmdLru
 )
 
 // Dialect is the wire protocol of a connection.

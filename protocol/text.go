@@ -61,7 +61,7 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 	case "quit":
 		r.Cmd = CmdQuit
 		return next
-	case "stats", "lru_crawler", "slabs", "watch", "cache_memlimit", "shutdown":
+	case "stats", "lru_crawler", "lru", "slabs", "watch", "cache_memlimit", "shutdown":
 		// Commands whose arguments the handler parses (Request.Args).
 		r.Cmd = argCommands[string(p.toks[0])]
 		r.Args = append(r.Args, p.toks[1:n]...)
@@ -82,7 +82,7 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 // argCommands are the commands whose arguments the handler parses.
 var argCommands = map[string]Command{
 	"stats": CmdStats, "lru_crawler": CmdLruCrawler, "slabs": CmdSlabs, "watch": CmdWatch,
-	"cache_memlimit": CmdCacheMemlimit, "shutdown": CmdShutdown,
+	"cache_memlimit": CmdCacheMemlimit, "shutdown": CmdShutdown, "lru": CmdLru,
 }
 
 // isHTTPRequest reports whether an unknown command named cmd, whose last
@@ -92,7 +92,7 @@ var argCommands = map[string]Command{
 // back (its t/malicious-commands.t). It only looks once its dispatch has
 // found no command: names starting with a, c, d, g, i, s or t, two-letter
 // names starting with m, and the commands it serves that tandem does not
-// (lru, extstore) are answered ERROR instead.
+// (extstore) are answered ERROR instead.
 func isHTTPRequest(cmd, last []byte) bool {
 	if !bytes.HasPrefix(last, []byte("HTTP/")) {
 		return false
@@ -104,7 +104,7 @@ func isHTTPRequest(cmd, last []byte) bool {
 		return false
 	}
 	switch string(cmd) {
-	case "lru_crawler", "lru", "watch", "extstore":
+	case "lru_crawler", "watch", "extstore":
 		return false
 	}
 	return true

@@ -18,7 +18,7 @@ var cmdNames = map[Command]string{
 	CmdTouch: "touch", CmdFlushAll: "flush_all", CmdVersion: "version", CmdVerbosity: "verbosity",
 	CmdStats: "stats", CmdQuit: "quit", CmdShutdown: "shutdown", CmdBinary: "binary",
 	CmdLruCrawler: "lru_crawler", CmdSlabs: "slabs", CmdWatch: "watch", CmdCacheMemlimit: "cache_memlimit",
-	CmdRefreshCerts: "refresh_certs",
+	CmdRefreshCerts: "refresh_certs", CmdLru: "lru",
 }
 
 func cmdName(c Command) string {

@@ -21,11 +21,35 @@ import (
 // daemon is ready its log reaches the command's standard error, so a failed
 // start is reported where it was launched; then the daemon writes its pid
 // file, moves its log to --log-file (or discards it), detaches its standard
-// error and reports readiness.
+// error (unless it is a file or a pipe, where the log stays, as memcached -d
+// -v keeps writing to it) and reports readiness.
 
 // daemonEnv tells the started process that it is the daemon and which
 // descriptor is its readiness pipe.
 const daemonEnv = "TANDEM_DAEMON_READY_FD"
+
+// daemonKeepEnv tells the daemon that its standard error is the command's
+// own, a file or a pipe, to keep writing its log to (see keepsStderr).
+const daemonKeepEnv = "TANDEM_DAEMON_KEEP_STDERR"
+
+// keepsStderr reports whether a daemon started with this standard error
+// keeps logging to it: a regular file or a pipe (Debian's start-memcached
+// runs `memcached -d -vv >> LOGFILE 2>&1`, and memcached -v keeps writing
+// there), not a terminal or /dev/null. --log-file takes precedence.
+func keepsStderr(cfg *Config) bool {
+	if cfg.LogFile != "" {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(2, &st); err != nil {
+		return false
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFIFO:
+		return true
+	}
+	return false
+}
 
 // daemonReady is what the daemon writes to the readiness pipe.
 const daemonReady = "ready\n"
@@ -35,7 +59,7 @@ func isDaemonChild() bool { return os.Getenv(daemonEnv) != "" }
 
 // daemonize starts the daemon and waits until it listens or exits. It
 // returns the command's exit status.
-func daemonize() int {
+func daemonize(cfg *Config) int {
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tandem: -d: cannot find the executable: %v\n", err)
@@ -59,6 +83,12 @@ func daemonize() int {
 	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), daemonEnv+"=3")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, devNull, logW
+	if keepsStderr(cfg) {
+		// The daemon writes to the same file or pipe, before it is ready
+		// and after: nothing to copy.
+		cmd.Env = append(cmd.Env, daemonKeepEnv+"=1")
+		cmd.Stderr = os.Stderr
+	}
 	cmd.ExtraFiles = []*os.File{readyW} // descriptor 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -102,6 +132,12 @@ func detachDaemon(sink *logSink) error {
 	ready := os.NewFile(uintptr(fd), "ready")
 	defer ready.Close()
 	errTo := sink.logFile()
+	if os.Getenv(daemonKeepEnv) != "" {
+		// Standard error is the command's file or pipe: the log stays there.
+		os.Unsetenv(daemonKeepEnv)
+		_, err = io.WriteString(ready, daemonReady)
+		return err
+	}
 	if errTo != nil {
 		sink.set(errTo)
 	} else {

@@ -68,12 +68,12 @@ func TestStatsFieldsLikeMemcached(t *testing.T) {
 // settingsFlags configure memcached and tandem alike for the settings
 // comparison.
 var settingsFlags = []string{"-m", "32", "-c", "500", "-I", "2m", "-C", "-F", "-X", "-A", "-b", "512",
-	"-D", "/", "-R", "10", "-f", "1.5", "-n", "64", "-a", "755", "-B", "ascii", "-o", "idle_timeout=5"}
+	"-D", "/", "-R", "10", "-f", "1.5", "-n", "64", "-a", "755", "-B", "ascii", "-o", "idle_timeout=5,read_buf_mem_limit=4"}
 
 // settingsDiffer are the settings whose values differ from memcached's on
 // purpose: the port, and the switches of memcached features tandem does not
 // have (docs/protocol.md).
-var settingsDiffer = []string{"tcpport", "slab_reassign", "slab_automove", "lru_crawler", "hash_algorithm",
+var settingsDiffer = []string{"tcpport", "slab_reassign", "slab_automove", "hash_algorithm",
 	"lru_maintainer_thread", "lru_segmented"}
 
 // TestStatsSettingsLikeMemcached checks that "stats settings" lists every

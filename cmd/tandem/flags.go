@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -32,7 +34,20 @@ var flagGroups = []flagGroup{
 	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
 	{"TLS (settings are memcached's -o ssl_* keys, see -o and docs/operations.md)", []string{"enable-ssl", "tls-handshake-timeout"}},
 	{"Process", []string{"daemon", "pidfile", "user", "enable-coredumps", "verbose", "log-level", "log-format", "log-file", "metrics-listen", "pprof", "help", "version", "license"}},
-	{"Accepted from memcached, without effect in tandem (a warning is logged)", []string{"extended", "slab-growth-factor", "slab-min-size", "enable-largepages", "napi-ids"}},
+	{"Accepted from memcached, without effect in tandem (a warning is logged)", append([]string{"extended"}, inertFlagNames...)},
+}
+
+// inertFlagNames are the memcached flags tandem accepts without effect, in
+// --help's order; inertFlagWarnings holds the warning each logs when given.
+// --help, the man page and the start-up warnings come from these two
+// (TestFlagTable checks that they agree with each other and the flag set).
+var inertFlagNames = []string{"slab-growth-factor", "slab-min-size", "enable-largepages", "napi-ids"}
+
+var inertFlagWarnings = map[string]string{
+	"slab-growth-factor": "-f: tandem's item size classes are its own, not made from -f; ignored",
+	"slab-min-size":      "-n: tandem's item size classes are its own, not made from -n; ignored",
+	"enable-largepages":  "-L: large memory pages are not used; ignored",
+	"napi-ids":           "-N: NAPI ids are not used by tandem; ignored",
 }
 
 // parseFlags reads the command line into a Config. The flag set is returned
@@ -47,7 +62,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 
 	// Listening.
 	fs.IntVarP(&c.Port, "port", "p", 11211, "TCP port to listen on (0 picks a free port, logged at start)")
-	fs.StringArrayVarP(&listen, "listen", "l", []string{"127.0.0.1"}, "interface address to listen on, optionally with :port; 0.0.0.0 for all (memcached: all interfaces); several -l or a comma list listen on each")
+	fs.StringArrayVarP(&listen, "listen", "l", []string{"127.0.0.1"}, "interface address to listen on, optionally with :port; 0.0.0.0 for all (memcached: all interfaces); several -l or a comma list listen on each, a repeated one once; without -l, $"+listenEnv+" when set (the container image's 0.0.0.0)")
 	fs.StringVarP(&c.UnixSocket, "unix-socket", "s", "", "unix domain socket to listen on instead of TCP, as memcached (a stale socket file is replaced, a live one refused; removed at exit)")
 	fs.StringVarP(&unixMask, "unix-mask", "a", "700", "octal permissions of the unix socket")
 	fs.IntVarP(&c.Backlog, "listen-backlog", "b", 1024, "backlog queue of the listening socket")
@@ -84,10 +99,11 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.EnableShutdown, "enable-shutdown", "A", false, "allow the shutdown command")
 	fs.BoolVarP(&c.DisableFlushAll, "disable-flush-all", "F", false, "refuse flush_all")
 	fs.BoolVarP(&c.DisableDumps, "disable-dumping", "X", false, "refuse stats cachedump and lru_crawler metadump")
+	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "refuse the watch command (log streaming)")
 	fs.StringVarP(&delimiter, "prefix-delimiter", "D", ":", "the character that ends a key prefix in per-prefix stats (stats detail); giving it turns those stats on")
 
 	// Process.
-	fs.BoolVarP(&c.Daemon, "daemon", "d", false, "run in the background: return once the server listens (logs go to --log-file, else are discarded)")
+	fs.BoolVarP(&c.Daemon, "daemon", "d", false, "run in the background: return once the server listens (logs go to --log-file, else to standard error where it is a file or a pipe, else are discarded)")
 	fs.StringVarP(&c.PidFile, "pidfile", "P", "", "write the process id to this file (removed at exit)")
 	fs.StringVarP(&c.User, "user", "u", "", "when started as root, switch to this user before listening")
 	fs.BoolVarP(&c.CoreDumps, "enable-coredumps", "r", false, "raise the core file limit to its maximum and dump core on a fatal error")
@@ -103,17 +119,16 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 
 	// memcached's, without effect.
 	fs.StringArrayVarP(&c.Options, "extended", "o", nil, "memcached's extended options key[=value],...: idle_timeout maps to --idle-timeout, maxconns_fast is what tandem does, the ssl_* keys configure TLS (-Z); the extstore keys (ext_*) are refused, every other key memcached 1.6.18 knows is accepted with a warning, an unknown one refused")
-	fs.Float64VarP(&c.GrowthFactor, "slab-growth-factor", "f", 1.25, "slab chunk growth factor (no slabs in tandem)")
-	fs.IntVarP(&c.SlabMinSize, "slab-min-size", "n", 48, "minimum slab chunk bytes (no slabs in tandem)")
+	fs.Float64VarP(&c.GrowthFactor, "slab-growth-factor", "f", 1.25, "memcached's slab chunk growth factor (tandem's size classes are its own)")
+	fs.IntVarP(&c.SlabMinSize, "slab-min-size", "n", 48, "memcached's minimum slab chunk bytes (tandem's size classes are its own)")
 	fs.BoolVarP(&c.LargePages, "enable-largepages", "L", false, "large memory pages (not used)")
-	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "refuse the watch command (log streaming)")
 	fs.IntVarP(&c.NapiIDs, "napi-ids", "N", 0, "NAPI ids (not used)")
 
 	// TLS.
 	fs.BoolVarP(&c.TLS.Enabled, "enable-ssl", "Z", false, "serve TLS on every -l listener but those prefixed notls: (mtls: also requires a client certificate); needs -o ssl_chain_cert=FILE,ssl_key=FILE; more: -o ssl_ca_cert, ssl_verify_mode (0 none, 1 request, 2 require, 3 require once), ssl_min_version (2 or tlsv1.2, 3 or tlsv1.3), ssl_ciphers, ssl_session_cache, ssl_keyformat (1 PEM, 2 DER)")
 	fs.DurationVar(&c.TLS.HandshakeTimeout, "tls-handshake-timeout", c.TLS.HandshakeTimeout, "close a TLS connection whose handshake has not completed within this time (counted in ssl_handshake_errors)")
 
-	// Refused.
+	// Warm restart.
 	fs.StringVarP(&c.MemoryFile, "memory-file", "e", "", "keep the items in this file (put it on tmpfs) so that a restart after a graceful stop finds them again (outside Linux the file keeps the blocks of freed pages)")
 
 	if err := fs.Parse(args); err != nil {
@@ -123,11 +138,16 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	c.Mode = reactor.Mode(mode)
+	c.ListenDefault = !fs.Changed("listen")
+	if env := os.Getenv(listenEnv); c.ListenDefault && env != "" {
+		listen, c.ListenDefault = []string{env}, false
+	}
 	for _, l := range listen {
 		// A notls: or mtls: prefix stays on the value (memcached's
 		// "inter" setting shows it); ListenAddrs cuts it off.
 		c.Listen = append(c.Listen, strings.Split(l, ",")...)
 	}
+	c.Listen = dedupeListen(c.Listen, c.Port)
 	mask, err := strconv.ParseUint(unixMask, 8, 32)
 	if err != nil {
 		return nil, fs, fmt.Errorf("-a: %q is not an octal mask", unixMask)
@@ -161,7 +181,6 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 		return nil, fs, err
 	}
 	c.DetailEnabled = fs.Changed("prefix-delimiter")
-	c.ListenDefault = !fs.Changed("listen")
 	c.collectWarnings(fs)
 	return c, fs, nil
 }
@@ -179,17 +198,15 @@ func (c *Config) collectWarnings(fs *pflag.FlagSet) {
 	if c.WorkerWrites {
 		c.Warnings = append(c.Warnings, "--worker-writes: ignored; workers no longer write to sockets: pool-mode replies are written by the connection's event loop")
 	}
+	if host, _, err := net.SplitHostPort(c.MetricsListen); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+		c.Warnings = append(c.Warnings, "--metrics-listen "+c.MetricsListen+": /metrics (and --pprof) is served on every interface; give an address (127.0.0.1:PORT) to keep it local")
+	}
 	if changed("unix-mask") && c.UnixSocket == "" {
 		c.Warnings = append(c.Warnings, "-a: applies to the unix socket of -s, which is not given; ignored")
 	}
-	for _, f := range []struct{ name, msg string }{
-		{"slab-growth-factor", "-f: tandem has no slab classes; ignored"},
-		{"slab-min-size", "-n: tandem has no slab classes; ignored"},
-		{"enable-largepages", "-L: large memory pages are not used; ignored"},
-		{"napi-ids", "-N: NAPI ids are not used by tandem; ignored"},
-	} {
-		if changed(f.name) {
-			c.Warnings = append(c.Warnings, f.msg)
+	for _, name := range inertFlagNames {
+		if changed(name) {
+			c.Warnings = append(c.Warnings, inertFlagWarnings[name])
 		}
 	}
 }

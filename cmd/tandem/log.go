@@ -153,9 +153,13 @@ func setVerbosity(cfg *Config, level int) {
 
 // reopenLog handles SIGHUP: it reopens --log-file, so that logrotate can
 // rename the file and signal (no copytruncate), and logs the outcome.
-func reopenLog(log zerolog.Logger, sink *logSink) {
+// tls says SIGHUP also reloads TLS certificates (-Z), which then log for
+// themselves.
+func reopenLog(log zerolog.Logger, sink *logSink, tls bool) {
 	if sink.path == "" {
-		log.Info().Str("signal", "hangup").Msg("signal ignored: no --log-file to reopen and no configuration to reload")
+		if !tls {
+			log.Info().Str("signal", "hangup").Msg("signal ignored: no --log-file to reopen and no TLS certificates to reload")
+		}
 		return
 	}
 	if err := sink.reopen(); err != nil {

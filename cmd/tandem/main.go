@@ -47,7 +47,7 @@ func run(args []string) int {
 		return exitUsage
 	}
 	if cfg.Daemon && !isDaemonChild() {
-		return daemonize()
+		return daemonize(cfg)
 	}
 	return serve(cfg)
 }

@@ -323,7 +323,7 @@ func TestMetricsHaveExporterFamilies(t *testing.T) {
 	}
 	for name, want := range map[string]float64{
 		"memcached_lru_crawler_starts_total": 1, "memcached_lru_crawler_items_checked_total": 1,
-		"memcached_lru_crawler_enabled": 0, "memcached_lru_crawler_sleep": 100,
+		"memcached_lru_crawler_enabled": 1, "memcached_lru_crawler_sleep": 100,
 		`memcached_slab_lru_hits_total{lru="cold",slab="` + class + `"}`:                 1,
 		`memcached_slab_commands_total{command="set",slab="` + class + `",status="hit"}`: 1,
 	} {

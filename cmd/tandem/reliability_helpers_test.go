@@ -333,7 +333,14 @@ func startServerBin(t testing.TB, bin, mode string, extra ...string) *server {
 // args must include "--log-format json", which carries the bound address.
 func startServerArgs(t testing.TB, bin string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return startServerCmd(t, exec.Command(bin, args...))
+}
+
+// startServerCmd is startServerArgs with a command prepared by the caller
+// (its environment, say).
+func startServerCmd(t testing.TB, cmd *exec.Cmd) *server {
+	t.Helper()
+	args := cmd.Args[1:]
 	pr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

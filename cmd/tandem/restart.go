@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/rs/zerolog"
+	"time"
 
 	"github.com/tandemcache/tandem/cache"
 )
@@ -13,7 +14,8 @@ import (
 // logRestart says how the cache started with its memory file: one line, with the reason when
 // it started cold; and a warning when the file is not on tmpfs or its file system has less room
 // than the items may take (limit bytes).
-func logRestart(log zerolog.Logger, r cache.Restart, limit int64) {
+// held is the number of items the cache holds after restoring.
+func logRestart(log zerolog.Logger, r cache.Restart, held uint64, limit int64) {
 	if r.File == "" {
 		return
 	}
@@ -31,8 +33,17 @@ func logRestart(log zerolog.Logger, r cache.Restart, limit int64) {
 		log.Info().Str("memory_file", r.File).Str("reason", r.Reason).Msg("cold start: the memory file's items were not restored")
 		return
 	}
-	log.Info().Str("memory_file", r.File).Int("items", r.Items).Int("dropped_expired", r.Dropped).
-		Int64("saved_at", r.SavedAt).Dur("took", r.Took).Msg("warm restart: items restored from the memory file")
+	ev := log.Info()
+	msg := "warm restart: items restored from the memory file"
+	if lost := int64(r.Items) - int64(held); lost > 0 {
+		// The cache could not keep every item the file held: this -m keeps
+		// fewer than the limit the file was filled under (a cache_memlimit
+		// raised it in the last run).
+		ev = log.Warn().Int64("dropped_over_limit", lost)
+		msg = "warm restart: the memory file held more items than this -m keeps; the rest were dropped (start with the -m that cache_memlimit last set to keep them)"
+	}
+	ev.Str("memory_file", r.File).Int("items_in_file", r.Items).Uint64("items", held).Int("dropped_expired", r.Dropped).
+		Int64("saved_at", r.SavedAt).Str("took", r.Took.Round(time.Microsecond).String()).Msg(msg)
 }
 
 // saveRestart writes the memory file's metadata at a graceful stop.
@@ -46,5 +57,5 @@ func saveRestart(log zerolog.Logger, c *cache.Cache) {
 	if sv.Lost > 0 {
 		ev = log.Warn().Int("lost", sv.Lost) // in memory outside the file: the file system was full
 	}
-	ev.Int("items", sv.Items).Int64("bytes", sv.Bytes).Dur("took", sv.Took).Msg("memory file saved for a warm restart")
+	ev.Int("items", sv.Items).Int64("bytes", sv.Bytes).Str("took", sv.Took.Round(time.Microsecond).String()).Msg("memory file saved for a warm restart")
 }

@@ -85,10 +85,14 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot create the cache")
 		return exitFailure
 	}
-	logRestart(log, c.Restart(), cfg.MemoryMB<<20)
+	logRestart(log, c.Restart(), c.Stats().CurrItems, cfg.MemoryMB<<20)
 	clock.start()
 	defer clock.stop()
-	stopSweep := sync.OnceFunc(sweepExpired(c))
+	// The sweep pauses on "lru_crawler disable", once the handler exists.
+	stopSweep := sync.OnceFunc(sweepExpired(c, func() bool {
+		h := watcher.Load()
+		return h == nil || h.CrawlerEnabled()
+	}))
 	defer stopSweep()
 
 	var pool *workerpool.Pool
@@ -119,6 +123,7 @@ func serve(cfg *Config) int {
 	}
 
 	var srv reactor.Server
+	var listeners listenerRows // stats conns' conn_listening rows (listenfds.go)
 	stop := make(chan struct{}, 1)
 	h, err := handler.New(handler.Config{
 		Cache:           c,
@@ -141,7 +146,7 @@ func serve(cfg *Config) int {
 			if srv == nil {
 				return nil
 			}
-			return reactor.Conns(srv)
+			return listeners.add(reactor.Conns(srv), srv.Addrs())
 		},
 		DisableWatch:  cfg.DisableWatch,
 		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
@@ -254,8 +259,10 @@ wait:
 	for {
 		select {
 		case <-sigs.hangup:
-			reopenLog(log, sink)
-			reloadCertsOnHangup(log, certs)
+			reopenLog(log, sink, certs != nil)
+			if certs != nil || sink.path != "" {
+				reloadCertsOnHangup(log, certs)
+			}
 		case sig := <-sigs.stop:
 			log.Info().Str("signal", sig.String()).Msg("shutting down")
 			break wait
@@ -402,8 +409,10 @@ const (
 )
 
 // sweepExpired runs the cache's expiry sweep from a ticker until the returned
-// function is called; that function waits for the goroutine to end.
-func sweepExpired(c *cache.Cache) (stop func()) {
+// function is called; that function waits for the goroutine to end. The
+// sweep skips its turns while enabled reports false ("lru_crawler
+// disable").
+func sweepExpired(c *cache.Cache, enabled func() bool) (stop func()) {
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -414,7 +423,9 @@ func sweepExpired(c *cache.Cache) (stop func()) {
 			case <-quit:
 				return
 			case <-t.C:
-				c.Maintain(sweepSlots)
+				if enabled() {
+					c.Maintain(sweepSlots)
+				}
 			}
 		}
 	}()

@@ -75,9 +75,10 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"slab_automove_ratio", strconv.FormatFloat(live.SlabAutomoveRatio, 'f', 2, 64)},
 		{"slab_automove_window", "30"},
 		{"slab_chunk_max", "524288"},
-		{"lru_crawler", "no"},
-		{"lru_crawler_sleep", "100"},
-		{"lru_crawler_tocrawl", "0"},
+		// The expiry sweep is tandem's crawler (protocol/handler/crawler.go).
+		{"lru_crawler", yesNo(live.LRUCrawler)},
+		{"lru_crawler_sleep", strconv.FormatUint(uint64(live.LRUCrawlerSleep), 10)},
+		{"lru_crawler_tocrawl", strconv.FormatUint(uint64(live.LRUCrawlerToCrawl), 10)},
 		{"tail_repair_time", "0"},
 		{"flush_enabled", yesNo(!cfg.DisableFlushAll)},
 		{"dump_enabled", yesNo(!cfg.DisableDumps)},
@@ -93,7 +94,8 @@ func settings(cfg *Config, live handler.Live) []handler.Setting {
 		{"idle_timeout", strconv.Itoa(int(cfg.IdleTimeout / time.Second))},
 		{"watcher_logbuf_size", "262144"},
 		{"worker_logbuf_size", "65536"},
-		{"read_buf_mem_limit", "0"},
+		// --conn-buffer-limit (memcached's -o read_buf_mem_limit), bytes; 0: none.
+		{"read_buf_mem_limit", strconv.FormatInt(max(cfg.BufferLimit, 0), 10)},
 		{"track_sizes", "no"},
 		{"inline_ascii_response", "no"},
 		{"ext_item_size", "512"},

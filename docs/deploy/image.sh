@@ -15,10 +15,12 @@
 #              registry is needed at all. The builder image is kept, tagged
 #              localhost/tandem-build-go:GOVERSION-SUMHASH, and reused.
 #
-# Where podman cannot start containers itself (crun refusing cgroups or
-# setrlimit, as on the project's CI machines), run with
-# BUILDAH_ISOLATION=chroot: the build's RUN steps then need no container
-# runtime.
+# The build's RUN steps (go mod download, go build) run in chroot isolation,
+# without a container runtime, where the host's cgroups are v1 or hybrid
+# (crun refuses "cgroups in hybrid mode", as on the project's CI machines):
+# the script sets BUILDAH_ISOLATION=chroot then, unless it is set already.
+# Set BUILDAH_ISOLATION=chroot yourself where podman cannot start containers
+# for another reason (crun refusing setrlimit).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -34,7 +36,7 @@ while (($#)); do
 	--version) version="$2"; shift 2 ;;
 	--offline) offline=1; shift ;;
 	--platform) platform="$2"; shift 2 ;;
-	-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "image.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -81,6 +83,11 @@ if ((offline)); then
 			- "$builder" >/dev/null
 	fi
 	args+=(--build-arg "GO_IMAGE=$builder" --pull=never)
+fi
+if [ -z "${BUILDAH_ISOLATION:-}" ] && [ "$(uname -s)" = Linux ] && [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then
+	# cgroups v1 or hybrid: crun cannot run the RUN steps.
+	echo "image.sh: cgroups v1 or hybrid here: building with BUILDAH_ISOLATION=chroot"
+	export BUILDAH_ISOLATION=chroot
 fi
 podman build -f docs/deploy/Containerfile -t "$tag" "${args[@]}" .
 echo "image.sh: built $tag (commit ${commit:-unknown})"

@@ -115,16 +115,18 @@ func (h *Handler) newKeyDump(arg []byte) (keyDump, string) {
 	return keyDump{on: true, cur: c.ClassCursor(classes[0]), classes: classes[1:]}, ""
 }
 
-// lruCrawler answers lru_crawler. Of memcached's crawler commands tandem
-// has metadump only (its expiry sweep runs by itself); the others are an
-// ERROR, as memcached answers commands it does not know.
+// lruCrawler answers lru_crawler: metadump here, the other subcommands in
+// crawler.go.
 func (s *Session) lruCrawler(r *protocol.Request, out []byte) []byte {
 	h := s.h
 	if len(r.Args) != 2 || string(r.Args[0]) != "metadump" {
-		return append(out, protocol.RespError...)
+		return s.crawlerCmd(r, out)
 	}
 	if h.cfg.DisableDumps {
 		return appendLine(out, protocol.ReplyMetadumpDenied)
+	}
+	if h.crawler.disabled.Load() {
+		return appendLine(out, replyCrawlerDisabled)
 	}
 	d, errLine := h.newKeyDump(r.Args[1])
 	if errLine != "" {

@@ -112,7 +112,7 @@ func TestMetadumpArguments(t *testing.T) {
 		{"wraps like strtoul to 32 bits", "metadump 4294967296", "BADCLASS invalid class id\r\n"},
 		{"no argument", "metadump", "ERROR\r\n"},
 		{"extra argument", "metadump all extra", "ERROR\r\n"},
-		{"other subcommand", "crawl all", "ERROR\r\n"},
+		{"other subcommand", "bogus all", "ERROR\r\n"},
 		{"bare", "", "ERROR\r\n"},
 	}
 	for _, tc := range tests {

@@ -84,6 +84,8 @@ func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, boo
 		return h.binary(r, out)
 	case protocol.CmdSlabs:
 		return h.slabsCmd(r, out), false
+	case protocol.CmdLru:
+		return h.lruCmd(r, out), false
 	case protocol.CmdCacheMemlimit:
 		return h.cacheMemlimit(r, out), false
 	case protocol.CmdTextAuth:

@@ -105,6 +105,11 @@ type Live struct {
 	// tandem's cache moves memory between its classes by itself.
 	SlabAutomove      int
 	SlabAutomoveRatio float64
+	// LRUCrawler, LRUCrawlerSleep and LRUCrawlerToCrawl are what the
+	// lru_crawler commands last set (crawler.go).
+	LRUCrawler        bool
+	LRUCrawlerSleep   uint32
+	LRUCrawlerToCrawl uint32
 }
 
 // Handler executes requests. It is safe for concurrent use; per-connection
@@ -132,6 +137,7 @@ type Handler struct {
 	memLimit      atomic.Int64  // -m in bytes as cache_memlimit set it; 0 = unchanged
 	automove      atomic.Int32  // slabs automove level
 	automoveRatio atomic.Uint64 // slabs automove ratio, float64 bits
+	crawler       crawlerState  // what the lru_crawler commands set
 
 	resetMu sync.Mutex
 	// serverBase holds the server counters at the last "stats reset", which
@@ -159,6 +165,7 @@ func New(cfg Config) (*Handler, error) {
 	h.limiter, _ = any(cfg.Cache).(MemoryLimiter)
 	h.automove.Store(1)
 	h.automoveRatio.Store(math.Float64bits(0.8))
+	h.crawler.init()
 	h.prefixes.init(cfg.PrefixDelimiter, cfg.DetailEnabled)
 	return h, nil
 }
@@ -177,5 +184,9 @@ func (h *Handler) live() Live {
 		MaxBytes:          h.memLimit.Load(),
 		SlabAutomove:      int(h.automove.Load()),
 		SlabAutomoveRatio: math.Float64frombits(h.automoveRatio.Load()),
+
+		LRUCrawler:        !h.crawler.disabled.Load(),
+		LRUCrawlerSleep:   h.crawler.sleep.Load(),
+		LRUCrawlerToCrawl: h.crawler.tocrawl.Load(),
 	}
 }

@@ -121,6 +121,12 @@ func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 		out = s.finishDump(out)
 		s.written += uint64(len(out) - n)
 	}
+	if isStats(r) && s.written > 0 {
+		// A stats request sees the replies this connection was sent
+		// before it, as memcached's does (it counts them once written).
+		s.h.count(BytesWritten, s.written)
+		s.written = 0
+	}
 	before := len(out)
 	// Like memcached, log the command line with the verbosity before it ran
 	// and its reply with the verbosity after: only a verbosity command

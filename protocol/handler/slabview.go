@@ -16,12 +16,13 @@ const SlabPageSize = 1 << 20
 //   - UsedChunks is the shard's live items (one chunk each);
 //   - ChunkSize is their mean size (key + value + 48 bytes), rounded up to
 //     8 bytes, as memcached's chunk is the size of its items;
-//   - TotalPages is the memory charged to the shard (its slab pages and
-//     its share of the index) in 1 MiB pages, rounded up;
+//   - ChunksPerPage is SlabPageSize / ChunkSize; FreeChunksEnd is 0;
 //   - FreeChunks is the room left in the shard's budget, in chunks of
 //     ChunkSize, and TotalChunks = UsedChunks + FreeChunks: a class is
 //     "full" (memcached-tool's Full? column) when its budget is spent;
-//   - ChunksPerPage is SlabPageSize / ChunkSize; FreeChunksEnd is 0.
+//   - TotalPages is TotalChunks in pages of ChunksPerPage, rounded up, so
+//     that total_pages x chunks_per_page covers total_chunks within one
+//     page, as in memcached (whose last page may be partly used).
 //
 // A shard without items has every field 0 (memcached-tool then skips it,
 // as it skips a class without pages).
@@ -44,10 +45,10 @@ func ShardSlab(s *cache.ShardStats) SlabView {
 	v.ChunkSize = (s.Bytes/s.CurrItems + 7) &^ 7
 	v.ChunkSize = max(v.ChunkSize, 8)
 	v.ChunksPerPage = SlabPageSize / v.ChunkSize
-	v.TotalPages = max((s.Used+SlabPageSize-1)/SlabPageSize, 1)
 	if s.Budget > s.Used {
 		v.FreeChunks = (s.Budget - s.Used) / v.ChunkSize
 	}
 	v.TotalChunks = v.UsedChunks + v.FreeChunks
+	v.TotalPages = max((v.TotalChunks+v.ChunksPerPage-1)/v.ChunksPerPage, 1)
 	return v
 }

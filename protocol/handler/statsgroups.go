@@ -47,6 +47,17 @@ func (h *Handler) stats(r *protocol.Request, out []byte) []byte {
 		// memcached 1.6.18 tracks item sizes only with -o track_sizes, off by
 		// default; tandem has no such tracking.
 		out = protocol.AppendStatString(out, "sizes_status", "disabled")
+	case "sizes_enable", "sizes_disable":
+		// memcached answers these with the status line alone, no END.
+		// tandem cannot turn the tracking on: it answers as memcached does
+		// when the histogram cannot be made.
+		if string(r.Args[0]) == "sizes_disable" {
+			return protocol.AppendStatString(out, "sizes_status", "disabled")
+		}
+		out = protocol.AppendStatString(out, "sizes_status", "error")
+		return protocol.AppendStatString(out, "sizes_error", "not_supported")
+	case "extstore":
+		// memcached without external storage configured: no rows.
 	default:
 		return append(out, protocol.RespError...)
 	}

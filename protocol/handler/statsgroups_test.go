@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"github.com/tandemcache/tandem/cache"
 	"net"
 	"regexp"
 	"strconv"
@@ -94,7 +95,7 @@ func TestStatsSubcommands(t *testing.T) {
 			// share a shard: only per-item facts of "a" and totals are fixed
 			// (sums across classes are checked below).
 			":get_hits 1", ":used_chunks 1", ":tandem_mem_requested 54", ":chunk_size 56", ":chunks_per_page 18724",
-			":total_pages 1", ":free_chunks_end 0", ":tandem_budget_bytes ", ":tandem_index_capacity ",
+			":total_pages 2", ":free_chunks_end 0", ":tandem_budget_bytes ", ":tandem_index_capacity ",
 			"STAT total_malloced ", "STAT tandem_shards 32"},
 			sums: map[string]int{"cmd_set": 2, "delete_hits": 1, "tandem_tombstones": 0, "tandem_window_items": 1}}, // a deleted window item leaves no tinylfu entry; "a" is in the window
 		{name: "unknown", input: "stats bogus\r\n", exact: "ERROR\r\n"},
@@ -208,9 +209,9 @@ func TestDumpCommands(t *testing.T) {
 		want    string
 	}{
 		{"dumps allowed", false, "END\r\nEND\r\nCLIENT_ERROR Illegal slab id\r\nCLIENT_ERROR bad command line format\r\n" +
-			"END\r\nCLIENT_ERROR bad command line\r\nEND\r\nERROR\r\nERROR\r\n"},
+			"END\r\nCLIENT_ERROR bad command line\r\nEND\r\nERROR\r\nOK\r\n"},
 		{"-X", true, strings.Repeat("CLIENT_ERROR stats cachedump not allowed\r\n", 6) +
-			"ERROR metadump not allowed\r\nERROR\r\nERROR\r\n"},
+			"ERROR metadump not allowed\r\nERROR\r\nOK\r\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,5 +220,23 @@ func TestDumpCommands(t *testing.T) {
 				t.Fatalf("got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestShardSlabPagesCoverChunks checks that total_pages x chunks_per_page
+// covers total_chunks within one page, as in memcached.
+func TestShardSlabPagesCoverChunks(t *testing.T) {
+	shard := func(items, bytes, used, budget uint64) cache.ShardStats {
+		return cache.ShardStats{Budget: budget, Stats: cache.Stats{CurrItems: items, Bytes: bytes, Used: used}}
+	}
+	for _, s := range []cache.ShardStats{
+		shard(1, 54, 1<<16, 2<<20),
+		shard(16230, 16230*2000, 40<<20, 40<<20),
+		shard(100, 100*300000, 31<<20, 32<<20),
+	} {
+		v := ShardSlab(&s)
+		if cover := v.TotalPages * v.ChunksPerPage; cover < v.TotalChunks || cover >= v.TotalChunks+v.ChunksPerPage {
+			t.Errorf("%+v: %d pages x %d chunks for %d chunks", s, v.TotalPages, v.ChunksPerPage, v.TotalChunks)
+		}
 	}
 }
