@@ -83,11 +83,15 @@ var metaCases = []parseCase{
 	{"mg numeric flags", "mg k T30 N-5 R7\r\n", []string{`mg key="k" exp=30 flags=TNR N=-5 R=7`}},
 	// E (explicit CAS) is newer than memcached 1.6.18, which refuses it
 	// whatever its token.
-	{"mg E", "mg k E99\r\n", []string{eInvalid}},
-	{"mg E bad token", "mg k Eabc\r\n", []string{eInvalid}},
-	{"ms E", "ms k 1 E5\r\nx\r\n", []string{eInvalid}},
-	{"md E", "md k E5\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
-	{"ma E", "ma k E5\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
+	// E and x: accepted as memcached 1.6.45 does (1.6.18 refused them; see
+	// transcript.Differences).
+	{"mg E", "mg k E99\r\n", []string{`mg key="k" flags=E`}},
+	{"mg E bad token", "mg k Eabc\r\n", []string{`error "CLIENT_ERROR bad token in command line format"`}},
+	{"ms E", "ms k 1 E5\r\nx\r\n", []string{`ms key="k" data="x" flags=E`}},
+	{"md E", "md k E5\r\n", []string{`md key="k" flags=E`}},
+	{"md E bad token", "md k E-\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
+	{"ma E", "ma k E5\r\n", []string{`ma key="k" delta=1 flags=E`}},
+	{"md x", "md k x q\r\n", []string{`md key="k" noreply flags=xq`}},
 	{"mg key 251", "mg " + key251 + "\r\n", []string{eMetaFormat}},
 	{"mg duplicate", "mg k v v\r\n", []string{eDup}},
 	{"mg byte over 126", "mg k \xff\r\n", []string{eDup}},
