@@ -91,6 +91,9 @@ type MetaStoreOptions struct {
 	Invalidate bool
 	KeyBinary  bool   // b: the key came base64-encoded
 	NewCAS     uint64 // E: the stored item's CAS id (0: a fresh one)
+	// ValueLen, when not nil, receives the stored value's length (after
+	// Append or Prepend, the whole value's): ms's s flag.
+	ValueLen *int
 }
 
 // MetaStore performs a storage command like Store, with memcached's meta and binary semantics
@@ -127,6 +130,9 @@ func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, expti
 			r.setCAS(opt.NewCAS)
 			id = c.visibleCAS(opt.NewCAS)
 		}
+		if opt.ValueLen != nil {
+			*opt.ValueLen = len(r.value())
+		}
 	}
 	s.maintainLocked()
 	return out, id
@@ -139,9 +145,14 @@ type MetaDeleteOptions struct {
 	// Invalidate (I): mark the item stale with a new CAS id (and T's exptime when Touch)
 	// instead of removing it; its token can be won again.
 	Invalidate bool
-	Touch      bool  // T, with Invalidate
-	Exptime    int64 //
-	NewCAS     uint64
+	Touch      bool   // T, with Invalidate; with RemoveValue the emptied item's exptime
+	Exptime    int64  //
+	NewCAS     uint64 // E: the CAS id an invalidated or emptied item gets
+	// RemoveValue (x): replace the item by an empty one with Flags and
+	// Exptime (0 without Touch), keeping its CAS id (or taking NewCAS),
+	// instead of removing it; with Invalidate it is then marked stale.
+	RemoveValue bool
+	Flags       uint32
 }
 
 // MetaDelete removes or invalidates key: Deleted, NotFound, or Exists on a CAS mismatch (which
@@ -157,7 +168,28 @@ func (c *Cache) MetaDelete(key []byte, opt MetaDeleteOptions) Outcome {
 		}
 		return Exists
 	}
-	if !opt.Invalidate {
+	if opt.RemoveValue {
+		id := opt.NewCAS
+		if id == 0 {
+			id = it.cas()
+		}
+		var exp int64
+		if opt.Touch {
+			exp = opt.Exptime
+		}
+		out, _, r := s.storeLocked(c, h, Set, key, nil, opt.Flags, exp, 0)
+		defer s.maintainLocked()
+		if r == nil {
+			return out // NoMemory: memcached's "SERVER_ERROR out of memory"
+		}
+		s.st.CmdSet-- // memcached stores the emptied item directly
+		r.setCAS(id)
+		if !opt.Invalidate {
+			s.st.DeleteHits++
+			return Deleted
+		}
+		it, opt.Touch = r, false
+	} else if !opt.Invalidate {
 		s.st.DeleteHits++
 		s.killLocked(i)
 		return Deleted

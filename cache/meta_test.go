@@ -195,3 +195,40 @@ func TestPeekHasNoSideEffect(t *testing.T) {
 		t.Fatalf("Peek marked the item accessed: %+v", it)
 	}
 }
+
+// TestMetaDeleteRemoveValue covers md's x (memcached 1.6.45): the item stays, empty, with the
+// given flags and TTL and its CAS id (or NewCAS); with Invalidate it is stale too.
+func TestMetaDeleteRemoveValue(t *testing.T) {
+	c, _ := newTestCache(t, Config{})
+	_, id := c.Store(Set, []byte("k"), []byte("value"), 5, 0, 0)
+	if out := c.MetaDelete([]byte("k"), MetaDeleteOptions{RemoveValue: true, Flags: 3}); out != Deleted {
+		t.Fatalf("x = %v", out)
+	}
+	it, ok := metaGet(c, "k", MetaGetOptions{})
+	if !ok || len(it.Value) != 0 || it.Flags != 3 || it.CAS != id || it.Stale {
+		t.Fatalf("after x: %+v %v (cas want %d)", it, ok, id)
+	}
+	if out := c.MetaDelete([]byte("k"), MetaDeleteOptions{RemoveValue: true, Invalidate: true, NewCAS: 1 << 40}); out != Deleted {
+		t.Fatalf("x I = %v", out)
+	}
+	if it, ok := metaGet(c, "k", MetaGetOptions{}); !ok || !it.Stale || it.CAS != 1<<40 {
+		t.Fatalf("after x I: %+v %v", it, ok)
+	}
+	if out := c.MetaDelete([]byte("none"), MetaDeleteOptions{RemoveValue: true}); out != NotFound {
+		t.Fatalf("x on a miss = %v", out)
+	}
+}
+
+// TestMetaStoreValueLen covers ms's s: the stored value's length, the whole one after Append.
+func TestMetaStoreValueLen(t *testing.T) {
+	c, _ := newTestCache(t, Config{})
+	var n int
+	c.MetaStore(Set, []byte("k"), []byte("ab"), 0, 0, 0, MetaStoreOptions{ValueLen: &n})
+	if n != 2 {
+		t.Fatalf("set: %d", n)
+	}
+	c.MetaStore(Append, []byte("k"), []byte("cde"), 0, 0, 0, MetaStoreOptions{ValueLen: &n})
+	if n != 5 {
+		t.Fatalf("append: %d", n)
+	}
+}

@@ -17,6 +17,10 @@ type Error struct {
 	// rather than out_errstring): the handler writes nothing when the request
 	// also had noreply.
 	Silent bool
+	// Was1618 is, for an error memcached 1.6.18 did not send (tandem answers
+	// as the newest memcached; see transcript.Differences), the error 1.6.18
+	// sent instead. Differential tests against 1.6.18 compare with it.
+	Was1618 *Error
 }
 
 // ErrorKind classifies protocol errors.
@@ -64,9 +68,15 @@ const (
 // Shared, read-only errors the text parser puts in Request.Err. Every one of
 // them is sent by memcached with out_string, which honours noreply once the
 // command has seen it, so all are Silent; Request.Noreply tells whether the
-// noreply token had been recognised when the error happened.
+// noreply token had been recognised when the error happened; errTooShort
+// is the exception.
 var (
-	errUnknown        = &Error{Reply: ReplyError, Kind: ErrGeneric, Silent: true}
+	errUnknown = &Error{Reply: ReplyError, Kind: ErrGeneric, Silent: true}
+	// errTooShort is memcached 1.6.45's reply to a line too short to hold a
+	// command and to a storage line with too few tokens (1.6.18 answered
+	// both ERROR). Its parser fails before it looks for noreply, so it is
+	// always sent.
+	errTooShort       = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Was1618: errUnknown}
 	errBadFormat      = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Silent: true}
 	errBadDataChunk   = &Error{Reply: ReplyBadDataChunk, Kind: ErrBadChunk, Silent: true}
 	errTooLarge       = &Error{Reply: ReplyTooLarge, Kind: ErrTooLarge, Silent: true}

@@ -3,7 +3,8 @@ package protocol
 import "math"
 
 // This file parses the meta commands (mg, ms, md, ma, mn, me) as memcached
-// 1.6.18's process_m*_command and _meta_flag_preparse do, including the
+// 1.6.18's process_m*_command and _meta_flag_preparse do, with the flags
+// newer releases added (E, x; see transcript.Differences), including the
 // order of their checks (which decides the error when several things are
 // wrong) and which errors swallow the data block of an ms. Errors of meta
 // commands are sent whatever the q flag says (memcached's out_errstring).
@@ -85,6 +86,9 @@ type MetaArgs struct {
 	RecacheTTL int64
 	// Initial is J's token (ma: the value a vivified counter starts at).
 	Initial uint64
+	// NewCAS is E's token (memcached 1.6.45): the CAS id the change gives
+	// the item (ms, mg with N, md with I or x, ma).
+	NewCAS uint64
 	// TooLarge: an ms whose value memcached refuses as too large; its data
 	// block is being swallowed and Data is nil. memcached also unlinks the
 	// key, whatever the mode.
@@ -298,7 +302,7 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 		case 'O':
 			m.Opaque = t
 			m.OpaqueTooLong = len(t) > MaxOpaqueLen
-		case 'l', 'P', 'L', 'k', 's', 't', 'c', 'f', 'v', 'h', 'u', 'q', 'I':
+		case 'l', 'P', 'L', 'k', 's', 't', 'c', 'f', 'v', 'h', 'u', 'q', 'I', 'x':
 		case 'F':
 			v, ok := safeStrtoul(t[1:])
 			if !ok {
@@ -313,6 +317,13 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 				break
 			}
 			r.CAS = v
+		case 'E':
+			v, ok := safeStrtoull(t[1:])
+			if !ok {
+				failed, hasError = errBadToken, true
+				break
+			}
+			m.NewCAS = v
 		case 'M':
 			if len(t) != 2 {
 				failed, hasError = errMLength, true

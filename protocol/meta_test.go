@@ -83,11 +83,15 @@ var metaCases = []parseCase{
 	{"mg numeric flags", "mg k T30 N-5 R7\r\n", []string{`mg key="k" exp=30 flags=TNR N=-5 R=7`}},
 	// E (explicit CAS) is newer than memcached 1.6.18, which refuses it
 	// whatever its token.
-	{"mg E", "mg k E99\r\n", []string{eInvalid}},
-	{"mg E bad token", "mg k Eabc\r\n", []string{eInvalid}},
-	{"ms E", "ms k 1 E5\r\nx\r\n", []string{eInvalid}},
-	{"md E", "md k E5\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
-	{"ma E", "ma k E5\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
+	// E and x: accepted as memcached 1.6.45 does (1.6.18 refused them; see
+	// transcript.Differences).
+	{"mg E", "mg k E99\r\n", []string{`mg key="k" flags=E`}},
+	{"mg E bad token", "mg k Eabc\r\n", []string{`error "CLIENT_ERROR bad token in command line format"`}},
+	{"ms E", "ms k 1 E5\r\nx\r\n", []string{`ms key="k" data="x" flags=E`}},
+	{"md E", "md k E5\r\n", []string{`md key="k" flags=E`}},
+	{"md E bad token", "md k E-\r\n", []string{`error "CLIENT_ERROR invalid or duplicate flag"`}},
+	{"ma E", "ma k E5\r\n", []string{`ma key="k" delta=1 flags=E`}},
+	{"md x", "md k x q\r\n", []string{`md key="k" noreply flags=xq`}},
 	{"mg key 251", "mg " + key251 + "\r\n", []string{eMetaFormat}},
 	{"mg duplicate", "mg k v v\r\n", []string{eDup}},
 	{"mg byte over 126", "mg k \xff\r\n", []string{eDup}},
@@ -110,8 +114,8 @@ var metaCases = []parseCase{
 	{"ms bad mode swallows", "ms k 2 MX\r\nab\r\nmn\r\n", []string{`error "CLIENT_ERROR invalid mode for ms M token"`, "mn"}},
 	{"ms long opaque swallows", "ms k 2 O123456789012345678901234567890123\r\nab\r\nmn\r\n", []string{`error "CLIENT_ERROR opaque token too long"`, "mn"}},
 	{"ms too many flags does not swallow", "ms k 2 a b c d e f g h i j k l m n o p q\r\nab\r\n", []string{`error "CLIENT_ERROR options flags too long"`, eUnknown}},
-	{"ms bad chunk", "ms k 2\r\nabcd\r\n", []string{eChunkMeta, eUnknown}},
-	{"ms bad chunk with q is not silent", "ms k 2 q\r\nabcd\r\n", []string{eChunkMeta, eUnknown}},
+	{"ms bad chunk", "ms k 2\r\nabcd\r\n", []string{eChunkMeta, eFormat}},
+	{"ms bad chunk with q is not silent", "ms k 2 q\r\nabcd\r\n", []string{eChunkMeta, eFormat}},
 	{"ms incomplete", "ms k 5\r\nab", []string{"pending 10 need=15"}},
 	{"ms too large", "ms k 2000000\r\n", []string{`ms key="k" too-large`}},
 	{"ms base64 key counts decoded", "ms cGE= 1 b\r\nx\r\n", []string{`ms key="cGE=" data="x" flags=b keylen=2`}},

@@ -10,6 +10,10 @@ import (
 // including the order of their checks (which decides the reply when several
 // things are wrong) and where noreply is recognised.
 
+// minCommandLine is the shortest line memcached 1.6.45 parses, its line
+// ending included ("mn\r\n").
+const minCommandLine = 4
+
 // parseLine parses the line buf[:lineEnd]; next is the offset just past its
 // "\n". It returns the bytes consumed (0 when a data block is incomplete).
 func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
@@ -18,6 +22,11 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 	line := textLine(buf, lineEnd)
 	r.Line = line
 	n, rest := p.tokenize(line)
+	// memcached 1.6.45 refuses a line shorter than four bytes with its line
+	// ending (a blank line, " \n", "x\r\n"): no command is that short.
+	if next < minCommandLine {
+		return fail(r, errTooShort, next)
+	}
 	// memcached: no command is shorter than two bytes.
 	if n == 0 || len(p.toks[0]) < 2 {
 		return fail(r, errUnknown, next)
@@ -187,11 +196,13 @@ func (p *Parser) failKeys(r *Request, cmd Command, next int) int {
 // (process_update_command) and frames their data block.
 func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) int {
 	nt := n + 1 // memcached's ntokens
-	if cmd == CmdCas {
-		if nt != 7 && nt != 8 {
-			return fail(r, errUnknown, next)
-		}
-	} else if nt != 6 && nt != 7 {
+	switch {
+	case n < 5 || (cmd == CmdCas && n == 5):
+		// memcached 1.6.45: a storage line without its key, flags, exptime
+		// and length (or a cas without its unique) is a format error, sent
+		// whatever noreply says; 1.6.18 answered ERROR.
+		return fail(r, errTooShort, next)
+	case cmd == CmdCas && nt != 7 && nt != 8, cmd != CmdCas && nt != 6 && nt != 7:
 		return fail(r, errUnknown, next)
 	}
 	// From here on memcached has entered process_update_command. A rejected

@@ -264,8 +264,8 @@ func TestTranscripts(t *testing.T) {
 		}
 		if replyKnown {
 			checked++
-			if !bytes.Equal(reply, tc.Reply) {
-				t.Errorf("%s: %s\n got reply: %q\nmemcached: %q", tc.File, tc.Name, reply, tc.Reply)
+			if !bytes.Equal(reply, tc.Want()) {
+				t.Errorf("%s: %s\n got reply: %q\n    want: %q", tc.File, tc.Name, reply, tc.Want())
 			}
 		}
 	}

@@ -16,30 +16,33 @@ func maskCAS(s string) string { return casField.ReplaceAllString(s, "$1 <cas>\r"
 
 // diffCases are classic-protocol exchanges whose replies must match
 // memcached 1.6.18 byte for byte. They run in order on one server pair; each
-// uses its own keys.
+// uses its own keys. Where tandem answers as newer memcached does
+// (transcript.Differences: a line shorter than four bytes, a storage line
+// with too few tokens), the cases are replayed by TestTranscripts instead;
+// here, data lines read as commands are at least two bytes long, which every
+// version answers ERROR.
 var diffCases = []struct{ name, req string }{
 	{"unknown command", "foo bar\r\n"},
-	{"empty line", "\r\n"},
 	{"set get", "set d1 5 0 3\r\nabc\r\nget d1\r\n"},
 	{"get many keys with misses", "set d2a 0 0 1\r\na\r\nget d2a d2b d2a d2c\r\n"},
 	{"get no key", "get\r\n"},
 	{"flags max", "set d3 4294967295 0 1\r\nx\r\nget d3\r\n"},
-	{"flags overflow", "set d4 4294967296 0 1\r\nx\r\nget d4\r\n"},
-	{"flags negative", "set d5 -1 0 1\r\nx\r\n"},
-	{"length negative", "set d6 0 0 -1\r\nx\r\n"},
-	{"length non-numeric", "set d7 0 0 abc\r\nx\r\n"},
-	{"exptime non-numeric", "set d8 0 abc 1\r\nx\r\n"},
+	{"flags overflow", "set d4 4294967296 0 2\r\nxx\r\nget d4\r\n"},
+	{"flags negative", "set d5 -1 0 2\r\nxx\r\n"},
+	{"length negative", "set d6 0 0 -1\r\nxx\r\n"},
+	{"length non-numeric", "set d7 0 0 abc\r\nxx\r\n"},
+	{"exptime non-numeric", "set d8 0 abc 2\r\nxx\r\n"},
 	{"key 250", "set " + strings.Repeat("k", 250) + " 0 0 1\r\nx\r\nget " + strings.Repeat("k", 250) + "\r\n"},
-	{"key 251", "set " + strings.Repeat("k", 251) + " 0 0 1\r\nx\r\n"},
+	{"key 251", "set " + strings.Repeat("k", 251) + " 0 0 2\r\nxx\r\n"},
 	{"get key 251", "get " + strings.Repeat("k", 251) + "\r\n"},
-	{"data longer than declared", "set d9 0 0 3\r\nabcdef\r\nget d9\r\n"},
-	{"data shorter than declared", "set d10 0 0 10\r\nabc\r\nget d10\r\n"},
-	{"too many tokens", "set d11 0 0 1 noreply extra\r\nx\r\n"},
+	{"data longer than declared", "set d9 0 0 3\r\nabcdefg\r\nget d9\r\n"},
+	{"data shorter than declared", "set d10 0 0 8\r\nabc\r\nget d10\r\n"},
+	{"too many tokens", "set d11 0 0 2 noreply extra\r\nxx\r\n"},
 	{"bare newline", "set d12 0 0 2\nab\r\nget d12\n"},
 	{"add existing and new", "set d13 0 0 1\r\na\r\nadd d13 0 0 1\r\nb\r\nadd d13n 0 0 1\r\nc\r\nget d13 d13n\r\n"},
 	{"replace", "replace d14 0 0 1\r\na\r\nset d14 0 0 1\r\nb\r\nreplace d14 3 0 1\r\nc\r\nget d14\r\n"},
 	{"append prepend keep flags", "set d15 7 0 2\r\nbb\r\nappend d15 0 0 2\r\ncc\r\nprepend d15 0 0 2\r\naa\r\nget d15\r\nappend d15x 0 0 1\r\nx\r\n"},
-	{"cas missing and bad", "cas d16 0 0 1 12345\r\nx\r\ncas d16 0 0 1 abc\r\nx\r\ncas d16 0 0 1\r\nx\r\n"},
+	{"cas missing and bad", "cas d16 0 0 1 12345\r\nx\r\ncas d16 0 0 2 abc\r\nxx\r\n"},
 	{"gets masked", "set d17 1 0 1\r\nx\r\ngets d17\r\n"},
 	{"incr decr", "set d18 0 0 2\r\n10\r\nincr d18 5\r\ndecr d18 100\r\nincr d18 18446744073709551615\r\nget d18\r\n"},
 	{"incr wraps", "set d19 0 0 20\r\n18446744073709551615\r\nincr d19 2\r\nget d19\r\n"},
@@ -52,12 +55,12 @@ var diffCases = []struct{ name, req string }{
 	{"gat gats", "set d26 2 0 1\r\nx\r\ngat 100 d26 d26x\r\ngats 100 d26\r\ngat abc d26\r\n"},
 	{"verbosity", "verbosity 1\r\nverbosity\r\nverbosity 1 noreply\r\n"},
 	{"noreply storage", "set d27 0 0 1 noreply\r\na\r\nadd d27 0 0 1 noreply\r\nb\r\nget d27\r\n"},
-	{"noreply on errors", "set d28 0 0 -1 noreply\r\nincr d28 1 noreply\r\nset d28 0 0 3 noreply\r\nabcd\r\nget d28\r\n"},
+	{"noreply on errors", "set d28 0 0 -1 noreply\r\nincr d28 1 noreply\r\nset d28 0 0 3 noreply\r\nabcdefg\r\nget d28\r\n"},
 	{"too large swallowed", "set d29 0 0 2000000\r\n" + strings.Repeat("z", 2000000) + "\r\nget d29\r\n"},
 	{"too large unlinks old", "set d30 0 0 1\r\nx\r\nset d30 0 0 2000000\r\n" + strings.Repeat("z", 2000000) + "\r\nget d30\r\n"},
 	{"binary garbage", "\x01\x02\x03\xff\xfe\r\n"},
-	{"control char in key", "set d31\x01 0 0 1\r\nx\r\nget d31\x01\r\n"},
-	{"tab separated", "set\td32\t0\t0\t1\r\nx\r\n"},
+	{"control char in key", "set d31\x01 0 0 2\r\nxx\r\nget d31\x01\r\n"},
+	{"tab separated", "set\td32\t0\t0\t2\r\nxx\r\n"},
 	{"flush_all bad delay", "flush_all abc\r\nflush_all -1\r\n"},
 	{"flush_all noreply", "set d33 0 0 1\r\nx\r\nflush_all noreply\r\nget d33\r\n"},
 	{"flush_all", "set d34 0 0 1\r\nx\r\nflush_all\r\nget d34\r\n"},

@@ -215,7 +215,7 @@ func TestSameUpToTTLTick(t *testing.T) {
 // replayed by TestTranscripts).
 var metaDiffCases = []struct{ name, req string }{
 	{"quiet sets then gets", "ms md1 2 q\r\nab\r\nms md2 2 q T0\r\ncd\r\nmg md1 q v k\r\nmg md3 q v k\r\nmg md2 q v k O7\r\nmn\r\n"},
-	{"quiet errors are sent", "ms md4 2 q\r\nabcd\r\nmg md4 q ~\r\nma md4 q\r\nmn\r\n"},
+	{"quiet errors are sent", "ms md4 2 q\r\nabcdef\r\nmg md4 q ~\r\nma md4 q\r\nmn\r\n"},
 	{"quiet arithmetic", "ma md5 q N0 J7\r\nma md5 q\r\nma md5 q v\r\nmg md5 v\r\nma md5 q MX\r\nmn\r\n"},
 	{"stale then recache by cas", "ms md6 1\r\nx\r\nmd md6 I q\r\nmg md6 v\r\nmg md6 v\r\nms md6 1 C0 I\r\ny\r\nmg md6 v\r\nmn\r\n"},
 	{"vivify then fill", "mg md7 N30 v\r\nmg md7 N30 v\r\nms md7 3 MR\r\nnew\r\nmg md7 v\r\n"},

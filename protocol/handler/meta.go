@@ -7,7 +7,9 @@ import (
 	"github.com/tandemcache/tandem/protocol"
 )
 
-// This file executes the meta commands with memcached 1.6.18's replies:
+// This file executes the meta commands with memcached 1.6.18's replies and
+// the flags memcached 1.6.45 added (E, md x, ms s and N in append mode, mg
+// C; see transcript.Differences):
 // return flags in request order, Z X W after them, q hiding only the
 // uninteresting replies (mg EN, ms/md HD, ma HD/VA on an existing counter).
 
@@ -98,6 +100,7 @@ func (h *Handler) metaGet(r *protocol.Request, key, out []byte, cfd int) []byte 
 	}
 	if m.Has('N') {
 		opt.Vivify, opt.VivifyExpt = true, m.VivifyTTL
+		opt.NewCAS = m.NewCAS
 	}
 	if m.Has('R') {
 		opt.Recache, opt.RecacheExpt = true, m.RecacheTTL
@@ -132,7 +135,9 @@ type mgAppender struct{ r *protocol.Request }
 
 func (a mgAppender) AppendItem(dst []byte, it cache.Item) []byte {
 	m := &a.r.Meta
-	value := m.Has('v')
+	// memcached 1.6.45: with C, an item whose CAS id is C's is not sent
+	// again (the client has it).
+	value := m.Has('v') && !(m.Has('C') && it.CAS == a.r.CAS)
 	if value {
 		dst = append(dst, "VA "...)
 		dst = strconv.AppendInt(dst, int64(len(it.Value)), 10)
@@ -221,8 +226,18 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte, cfd int) []byte 
 	if m.Has('C') {
 		cas = r.CAS
 	}
-	opt := cache.MetaStoreOptions{Invalidate: m.Has('I') && mode == cache.CAS, KeyBinary: m.Has('b')}
+	var size int
+	opt := cache.MetaStoreOptions{Invalidate: m.Has('I') && mode == cache.CAS, KeyBinary: m.Has('b'), NewCAS: m.NewCAS}
+	if m.Has('s') {
+		opt.ValueLen = &size
+	}
 	outcome, id := h.cfg.Cache.MetaStore(mode, key, r.Data, r.Flags, r.Exptime, cas, opt)
+	if outcome == cache.NotStored && m.Has('N') && (mode == cache.Append || mode == cache.Prepend) {
+		// memcached 1.6.45: N in append or prepend mode stores a missing
+		// item as set would, with N's TTL. (An item stored in between by
+		// another client makes this add fail: NS, as if appended too late.)
+		outcome, id = h.cfg.Cache.MetaStore(cache.Add, key, r.Data, r.Flags, m.VivifyTTL, 0, opt)
+	}
 	if h.watch.on(watchMutations) {
 		h.watchStore(cfd, storeModeNames[mode], key, storeStatus(outcome), r.Exptime, r.Flags, len(r.Data))
 	}
@@ -257,6 +272,12 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte, cfd int) []byte 
 			out = appendMetaKey(out, key, m.Has('b'))
 		case 'c':
 			out = strconv.AppendUint(append(out, " c"...), id, 10)
+		case 's':
+			// memcached 1.6.45: the stored item's size (0 when not stored).
+			if outcome != cache.Stored {
+				size = 0
+			}
+			out = strconv.AppendInt(append(out, " s"...), int64(size), 10)
 		}
 	}
 	return append(out, "\r\n"...)
@@ -268,6 +289,7 @@ func (h *Handler) metaDelete(r *protocol.Request, key, out []byte, cfd int) []by
 	outcome := h.cfg.Cache.MetaDelete(key, cache.MetaDeleteOptions{
 		CompareCAS: m.Has('C'), CAS: r.CAS,
 		Invalidate: m.Has('I'), Touch: m.Has('T'), Exptime: r.Exptime,
+		NewCAS: m.NewCAS, RemoveValue: m.Has('x'), Flags: r.Flags,
 	})
 	if h.watch.on(watchFetchers) {
 		h.watchGet(cfd, key, outcome != cache.NotFound, false, 0, 0)
@@ -280,6 +302,8 @@ func (h *Handler) metaDelete(r *protocol.Request, key, out []byte, cfd int) []by
 		out = append(out, "HD"...)
 	case cache.Exists:
 		out = append(out, "EX"...)
+	case cache.NoMemory:
+		return appendLine(out, protocol.ReplyOutOfMemory)
 	default:
 		out = append(out, "NF"...)
 	}
@@ -293,6 +317,7 @@ func (h *Handler) metaArith(r *protocol.Request, key, out []byte, cfd int) []byt
 		Vivify: m.Has('N'), Initial: m.Initial, VivifyExpt: m.VivifyTTL,
 		Touch: m.Has('T'), Exptime: r.Exptime,
 		VivifyLast: flagBefore(m.Order(), 'T', 'N'),
+		NewCAS:     m.NewCAS,
 	}
 	if m.Has('C') {
 		opt.CAS = r.CAS

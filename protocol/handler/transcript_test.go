@@ -43,9 +43,9 @@ func TestTranscriptsInProcess(t *testing.T) {
 				}
 			}
 		}
-		if !bytes.Equal(out, tc.Reply) || closed != tc.Close {
+		if !bytes.Equal(out, tc.Want()) || closed != tc.Close {
 			t.Errorf("%s: %s:\nrequest %q\n got %q (closed=%v)\nwant %q (closed=%v)",
-				tc.File, tc.Name, short(tc.Request()), short(out), closed, short(tc.Reply), tc.Close)
+				tc.File, tc.Name, short(tc.Request()), short(out), closed, short(tc.Want()), tc.Close)
 		}
 	}
 }

@@ -19,10 +19,24 @@ type Case struct {
 	// Segments are the request bytes, split where the recording paused
 	// (write one, wait ~100 ms, write the next).
 	Segments [][]byte
-	// Reply is what memcached sent.
+	// Reply is what memcached 1.6.18 sent.
 	Reply []byte
+	// NewReply is, when it differs from Reply, what the newest memcached
+	// sends and tandem must send ("<+" lines); Newer names the differences
+	// (entries of Differences) that make it differ ("@" lines).
+	NewReply []byte
+	Newer    []string
 	// Close is set when memcached closed the connection after Reply.
 	Close bool
+}
+
+// Want returns the reply tandem must send: NewReply when the case has one,
+// else Reply.
+func (c *Case) Want() []byte {
+	if c.NewReply != nil {
+		return c.NewReply
+	}
+	return c.Reply
 }
 
 // Request returns all request bytes.
@@ -93,11 +107,16 @@ func Parse(file, text string) ([]Case, error) {
 	var cases []Case
 	var c *Case
 	var seg []byte
-	flush := func() {
-		if c != nil {
-			c.Segments = append(c.Segments, seg)
-			cases = append(cases, *c)
+	flush := func() error {
+		if c == nil {
+			return nil
 		}
+		if (c.NewReply != nil) != (len(c.Newer) > 0) {
+			return fmt.Errorf("%s: case %q: a newest reply (<+) needs the differences it shows (@), and @ a newest reply", file, c.Name)
+		}
+		c.Segments = append(c.Segments, seg)
+		cases = append(cases, *c)
+		return nil
 	}
 	for i, line := range strings.Split(text, "\n") {
 		ln := i + 1
@@ -106,7 +125,7 @@ func Parse(file, text string) ([]Case, error) {
 		switch {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "=== "):
-			flush()
+			err = flush()
 			c = &Case{File: file, Name: line[4:]}
 			seg = nil
 		case c == nil:
@@ -126,6 +145,17 @@ func Parse(file, text string) ([]Case, error) {
 		case strings.HasPrefix(line, "<* "):
 			s, err = repeat(line[3:])
 			c.Reply = append(c.Reply, s...)
+		case strings.HasPrefix(line, "<+ "):
+			s, err = unquote(line[3:])
+			c.NewReply = append(c.NewReply, s...)
+		case strings.HasPrefix(line, "<+* "):
+			s, err = repeat(line[4:])
+			c.NewReply = append(c.NewReply, s...)
+		case strings.HasPrefix(line, "@ "):
+			if _, ok := Lookup(line[2:]); !ok {
+				err = fmt.Errorf("%q is not in the table of differences (newer.go)", line[2:])
+			}
+			c.Newer = append(c.Newer, line[2:])
 		case line == "! close":
 			c.Close = true
 		default:
@@ -135,7 +165,9 @@ func Parse(file, text string) ([]Case, error) {
 			return nil, fmt.Errorf("%s:%d: %w", file, ln, err)
 		}
 	}
-	flush()
+	if err := flush(); err != nil {
+		return nil, err
+	}
 	return cases, nil
 }
 

@@ -50,3 +50,44 @@ func TestLoadProjectTranscripts(t *testing.T) {
 		t.Fatalf("loaded %d cases, want the recorded corpus (100+)", len(cs))
 	}
 }
+
+func TestParseNewer(t *testing.T) {
+	cs, err := Parse("f.txt", "=== a\n> \\r\\n\n< ERROR\\r\\n\n@ short line\n<+ CLIENT_ERROR bad command line format\\r\\n\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cs[0]
+	if string(c.Reply) != "ERROR\r\n" || string(c.Want()) != "CLIENT_ERROR bad command line format\r\n" || len(c.Newer) != 1 {
+		t.Fatalf("parsed as %+v", c)
+	}
+	for _, text := range []string{
+		"=== a\n> x\n< ERROR\\r\\n\n<+ OK\\r\\n\n",  // <+ without @
+		"=== a\n> x\n< ERROR\\r\\n\n@ short line\n", // @ without <+
+		"=== a\n> x\n@ no such difference\n<+ OK\n", // not in the table
+	} {
+		if _, err := Parse("f.txt", text); err == nil {
+			t.Errorf("Parse(%q) accepted it", text)
+		}
+	}
+}
+
+// TestEveryDifferenceShown checks the table of differences against the
+// project's transcripts: each difference is shown by at least one case
+// (which the differential tests replay against memcached 1.6.18 too).
+func TestEveryDifferenceShown(t *testing.T) {
+	cs, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]bool{}
+	for _, c := range cs {
+		for _, n := range c.Newer {
+			shown[n] = true
+		}
+	}
+	for _, d := range Differences {
+		if !shown[d.Name] {
+			t.Errorf("difference %q is shown by no transcript case", d.Name)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package transcript
+
+// Difference is one intended difference between tandem, which answers as
+// the newest memcached (1.6.45) does, and memcached 1.6.18, the installed
+// reference the differential tests compare against. Transcript cases that
+// show it cite it by Name ("@ <name>") and give the newest reply ("<+"
+// lines) beside 1.6.18's ("<" lines). docs/protocol.md lists the same
+// differences for users.
+type Difference struct {
+	Name string
+	// What says what changed, in one sentence.
+	What string
+	// MetaFlag is, for a meta flag whose meaning is new, that flag: every
+	// request of Command (every meta command when empty) using it may
+	// differ.
+	MetaFlag byte
+	Command  string
+}
+
+// Differences is the one table of intended differences from memcached
+// 1.6.18. Every test that compares tandem with the installed memcached
+// takes its exceptions from it (directly, or through the transcript cases
+// that cite it).
+var Differences = []Difference{
+	{Name: "short line", What: "a line shorter than four bytes with its line ending (blank, \" \\n\", \"x\\r\\n\") is CLIENT_ERROR bad command line format, not ERROR"},
+	{Name: "short storage line", What: "a storage command with fewer than four arguments, or cas without its unique, is CLIENT_ERROR bad command line format (whatever noreply says), not ERROR"},
+	{Name: "meta E", What: "meta flag E<cas> sets the CAS id the change gives the item (ms, mg with N, md with I or x, ma)", MetaFlag: 'E'},
+	{Name: "md x", What: "md flag x empties the item's value and keeps the item (flags from F, TTL from T, CAS kept or from E)", MetaFlag: 'x'},
+	{Name: "ms s", What: "ms flag s returns the stored item's size (after append or prepend, the new size)", MetaFlag: 's', Command: "ms"},
+	{Name: "ms N append", What: "ms flag N<ttl> in append or prepend mode stores a missing item as set would, with that TTL"},
+	{Name: "mg C", What: "mg flag C<cas> leaves the value out (HD, not VA) when the item's CAS id equals it", MetaFlag: 'C', Command: "mg"},
+}
+
+// Lookup returns the difference named name.
+func Lookup(name string) (Difference, bool) {
+	for _, d := range Differences {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Difference{}, false
+}
+
+// IsNewMetaFlag reports whether meta flag c of command cmd ("mg", "ms",
+// ...) means something new since memcached 1.6.18, so that replies to
+// requests using it may differ.
+func IsNewMetaFlag(cmd string, c byte) bool {
+	for _, d := range Differences {
+		if d.MetaFlag != 0 && d.MetaFlag == c && (d.Command == "" || d.Command == cmd) {
+			return true
+		}
+	}
+	return false
+}
