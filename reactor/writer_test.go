@@ -67,7 +67,7 @@ type writerRig struct {
 
 func newWriterRig(t *testing.T, pool bool, sndbuf int) *writerRig {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fds, err := socketPair()
 	if err != nil {
 		t.Fatal(err)
 	}
