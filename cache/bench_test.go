@@ -98,8 +98,8 @@ func BenchmarkStoreNew(b *testing.B) {
 }
 
 // BenchmarkStoreNewVariableSizes stores new keys with values of 10 to 4,000 bytes into a full
-// 64 MiB cache: every store makes room among ~90 size classes per shard (section 12b of
-// docs/benchmarks.md).
+// 64 MiB cache: every store makes room among ~90 size classes per shard (docs/benchmarks-appendix.md,
+// 12b).
 func BenchmarkStoreNewVariableSizes(b *testing.B) {
 	c, err := New(Config{MaxBytes: 64 << 20, Clock: newFakeClock()})
 	if err != nil {

@@ -22,7 +22,7 @@ const DefaultShards = 64
 // minShardBytes is the least budget a default shard gets. Each shard keeps its own pages per
 // size class, and a class in use holds about one chunk it cannot fill (its page's uncarved tail
 // or a free chunk); with values of varying size ~90 classes are in use, so a shard of 2 MiB lost
-// ~10% of -m that way and hit up to 0.007 less than memcached (docs/benchmarks.md, section 12b).
+// ~10% of -m that way and hit up to 0.007 less than memcached (docs/benchmarks-appendix.md, 12b).
 const minShardBytes = 16 << 20
 
 // DefaultMaxItemSize is Config.MaxItemSize's default (memcached -I 1m), or MaxBytes if smaller.

@@ -218,7 +218,7 @@ func TestSetMemoryLimit(t *testing.T) {
 // load does (100-byte keys, values of 0 to 4.5 KB), and checks that live records fill most of
 // the budget. Every shard has ~90 size classes in use here; with a first page of 16 chunks
 // per class (32 KiB at these sizes) half the budget was pages carved by no record, and
-// tandem held 12k items where memcached held 28k (docs/benchmarks.md, section 12b).
+// tandem held 12k items where memcached held 28k (docs/benchmarks-appendix.md, 12b).
 func TestVariableSizesFillMemory(t *testing.T) {
 	for _, tc := range []struct {
 		maxBytes   int64

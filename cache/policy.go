@@ -14,7 +14,7 @@ const (
 	minCapacity     = 16  // smallest main space; tinylfu needs a few slots for its segments
 	initialCapacity = 256 // main space of a new shard; grown to its share as items arrive
 	// WindowPercent's default: the window takes the rest of the shard once the main space holds
-	// its share. See docs/benchmarks.md, "Hit ratio per byte", for how it was chosen.
+	// its share. See docs/benchmarks-appendix.md, "Hit ratio per byte", for how it was chosen.
 	defaultWindowPercent = 60
 )
 
@@ -124,7 +124,7 @@ func (s *shard) accessLocked(h uint64, r record) {
 // when it is a window record whose chunk is at most 3/4 of the shard's mean: with every key worth
 // one hit, a byte holds more hits in a small item (as in worthOfferLocked), and at the window's
 // exit go-tinylfu weighs frequency only. With one value size no record qualifies
-// (docs/benchmarks.md, section 12c).
+// (docs/benchmarks-appendix.md, 12c).
 func (s *shard) storedLocked(r record) {
 	if r.state()&stMain == 0 && 4*int64(cap(r))*int64(s.n) <= 3*s.recBytes {
 		r[offState] |= stRef
@@ -184,8 +184,8 @@ func (s *shard) evictLocked(keep uint32) bool {
 // worthOfferLocked reports whether a record leaving the window goes on to the main space: always
 // if its chunk is no larger than the shard's mean, else with probability (mean/size)^4; if not,
 // it is evicted. With every key worth one hit, a byte holds more hits in a small item, and
-// go-tinylfu weighs frequency only. With one value size nothing is filtered (docs/benchmarks.md,
-// section 12c).
+// go-tinylfu weighs frequency only. With one value size nothing is filtered
+// (docs/benchmarks-appendix.md, 12c).
 func (s *shard) worthOfferLocked(r record) bool {
 	size := int64(cap(r))
 	if size*int64(s.n) <= s.recBytes {

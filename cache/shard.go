@@ -152,7 +152,7 @@ func (s *shard) dropLocked(h uint32) {
 		if s.cfg.onEvict != nil {
 			// One Item per shard, not one per eviction: a 96-byte Item per
 			// eviction was 25 MB of the ~140 MB the server allocated replaying
-			// ARC OLTP at -m 16 (docs/benchmarks.md, section 12a).
+			// ARC OLTP at -m 16 (docs/benchmarks-appendix.md, 12a).
 			s.evicted = Item{Key: r.key(), Value: r.value(), Flags: r.flags(), Exptime: int64(r.exptime()),
 				LastAccess: int64(r.atime()), Fetched: unfetched == 0, Now: s.now}
 			s.cfg.onEvict(&s.evicted)

@@ -133,7 +133,7 @@ func (w *connWriter) write(out []byte) (reuse []byte, blocked bool) {
 // and never read had the loops copy 700 MB from queues of up to the
 // high-water mark each, 1.4 CPU-s of the server's 2.6 in 5 s, and a probe
 // beside them waited 40-140 ms at p99; with this bound 0.3 of 1.2 CPU-s and
-// 4-37 ms (docs/benchmarks.md). It stops only an executor with requests
+// 4-37 ms (docs/benchmarks-appendix.md, "Clients that never read"). It stops only an executor with requests
 // left to run (moreLocked): one with nothing left would be handed back to
 // the pool for nothing once the loop wrote its reply.
 const loopQueueMax = writeChunk
