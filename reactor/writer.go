@@ -424,19 +424,35 @@ func (w *connWriter) recycleLocked(b []byte) {
 
 // waitWritable waits in Go's network poller until file's socket takes
 // bytes, or the wait fails (file's deadline, or an error).
+//
+// The socket is asked first, and after every wake-up: Go's poller forgets a
+// readiness it recorded before the wait starts (it re-arms, as before any
+// write of its own), and its notifications are edge-triggered. The peer may
+// have read everything between the loop's EAGAIN and this call; that edge
+// is gone, no other comes while the peer waits for the rest of a reply, and
+// a wait that did not look first would never end (TestWaitWritableDrainedBefore).
 func waitWritable(file *os.File) error {
 	rc, err := file.SyscallConn()
 	if err != nil {
 		return err
 	}
-	waited := false
-	return rc.Write(func(uintptr) bool {
-		// The first call asks to wait: the loop just found the socket
-		// full. The poller calls again once it reports it writable.
-		done := waited
-		waited = true
-		return done
-	})
+	return rc.Write(func(fd uintptr) bool { return writable(int(fd)) })
+}
+
+// writable reports whether the socket fd takes bytes now, or has failed
+// (the write that follows then reports why).
+func writable(fd int) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	for {
+		n, err := unix.Poll(p, 0)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return true
+		}
+		return n > 0
+	}
 }
 
 // waitWrite writes iov on file, waiting in Go's network poller while the

@@ -391,3 +391,51 @@ func TestWriterLoopQueueBound(t *testing.T) {
 	}
 	in.read(8 * len(reply))
 }
+
+// TestWaitWritableDrainedBefore is the waker's lost wake-up: the socket was
+// full when the loop wrote, the peer read everything before the waker
+// started, and Go's poller had already recorded (and the waker's wait then
+// discarded) the only edge the socket will send. The waker must find the
+// socket writable by asking it, not wait for an edge that never comes
+// (found by TestBinaryT over a unix socket: a 560 KB reply stopped after
+// the first bytes the socket took).
+func TestWaitWritableDrainedBefore(t *testing.T) {
+	fds, err := socketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := os.NewFile(uintptr(fds[1]), "peer")
+	defer peer.Close()
+	file := os.NewFile(uintptr(fds[0]), "conn") // registered with the poller
+	defer file.Close()
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	filled := 0
+	for {
+		n, err := unix.Write(fds[0], chunk)
+		if n > 0 {
+			filled += n
+		}
+		if err == unix.EAGAIN {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := io.ReadFull(peer, make([]byte, filled)); err != nil {
+		t.Fatal(err)
+	}
+	// The socket is empty and writable; the poller has its edge (or will:
+	// either way the waker must return).
+	time.Sleep(time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- waitWritable(file) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waker waits for an edge that already came: the socket was writable all along")
+	}
+}

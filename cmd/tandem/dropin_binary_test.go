@@ -156,7 +156,7 @@ func (b *binClient) recv() binResp {
 	}
 	body := make([]byte, binary.BigEndian.Uint32(h[8:]))
 	if _, err := io.ReadFull(b.r, body); err != nil {
-		b.t.Fatalf("reading a response body: %v", err)
+		b.t.Fatalf("reading a response body: %v (op %#x len %d opaque %d)", err, h[1], len(body), binary.BigEndian.Uint32(h[12:]))
 	}
 	el, kl := int(h[4]), int(binary.BigEndian.Uint16(h[2:]))
 	return binResp{op: h[1], status: binary.BigEndian.Uint16(h[6:]), opaque: binary.BigEndian.Uint32(h[12:]),
