@@ -108,33 +108,46 @@ func TestPolicyPurgesTombstones(t *testing.T) {
 
 // TestAdmissionResistsScan: a full cache keeps its frequently read keys through a scan of
 // one-off keys ten times its size; an LRU would lose all of them.
+//
+// The outcome depends on the cache's random hash seed. On about 1 seed in 1,500 (measured over
+// 3,000 runs, at this commit and at b3f69e5 alike) the scan costs 10-27% of the hot keys, all
+// in one burst: go-tinylfu's count-min sketch is as wide as the main space (320 entries here),
+// the 10,000 one-off keys saturate its counters between two of its resets, and a tie admits
+// the candidate over a hot victim. So the scan runs on five caches (five seeds) and the median
+// must keep 90% of the hot keys, each of them more than half.
 func TestAdmissionResistsScan(t *testing.T) {
-	const hot = 200
+	const hot, seeds = 200, 5
 	val := make([]byte, 100)
-	c, _ := newTestCache(t, Config{MaxBytes: 1000 * itemCharge(8, len(val)), MaxItemSize: 1024, Shards: 1})
-	for i := range 1000 {
-		c.Store(Set, fmt.Appendf(nil, "h%07d", i), val, 0, 0, 0)
-	}
-	for range 20 {
+	kept := make([]int, seeds)
+	for s := range seeds {
+		c, _ := newTestCache(t, Config{MaxBytes: 1000 * itemCharge(8, len(val)), MaxItemSize: 1024, Shards: 1})
+		for i := range 1000 {
+			c.Store(Set, fmt.Appendf(nil, "h%07d", i), val, 0, 0, 0)
+		}
+		for range 20 {
+			for i := range hot {
+				c.Get(nil, fmt.Appendf(nil, "h%07d", i), GetOptions{}, valueAppender{})
+			}
+		}
+		for i := range 10_000 {
+			c.Store(Set, fmt.Appendf(nil, "s%07d", i), val, 0, 0, 0)
+		}
 		for i := range hot {
-			c.Get(nil, fmt.Appendf(nil, "h%07d", i), GetOptions{}, valueAppender{})
+			if _, ok := get(c, fmt.Sprintf("h%07d", i)); ok {
+				kept[s]++
+			}
 		}
-	}
-	for i := range 10_000 {
-		c.Store(Set, fmt.Appendf(nil, "s%07d", i), val, 0, 0, 0)
-	}
-	kept := 0
-	for i := range hot {
-		if _, ok := get(c, fmt.Sprintf("h%07d", i)); ok {
-			kept++
+		st := c.Stats()
+		t.Logf("seed %d: hot keys kept %d/%d, evictions %d, items %d", s, kept[s], hot, st.Evictions, st.CurrItems)
+		if kept[s] <= hot/2 {
+			t.Errorf("only %d of %d hot keys survived a scan", kept[s], hot)
 		}
+		checkInvariants(t, c)
 	}
-	st := c.Stats()
-	t.Logf("hot keys kept %d/%d, evictions %d, items %d", kept, hot, st.Evictions, st.CurrItems)
-	if kept < hot*9/10 {
-		t.Fatalf("only %d of %d hot keys survived a scan", kept, hot)
+	slices.Sort(kept)
+	if kept[seeds/2] < hot*9/10 {
+		t.Fatalf("the median cache kept %d of %d hot keys through a scan (all: %v)", kept[seeds/2], hot, kept)
 	}
-	checkInvariants(t, c)
 }
 
 // TestMainCharge: what the shard charges for its main space is at least what go-tinylfu holds

@@ -210,6 +210,20 @@ func colPeak(phase string) Column {
 	}}
 }
 
+// colUnreclaim shows the median peak RssAnon+RssShmem with its spread.
+func colUnreclaim(phase string) Column {
+	return Column{"anon+shmem MB", func(r *Row) string {
+		s := r.Phase(phase).UnreclaimMB
+		switch {
+		case s.N == 0:
+			return "–"
+		case s.N < 2:
+			return mb(s.Median)
+		}
+		return fmt.Sprintf("%s (%s-%s)", mb(s.Median), mb(s.Min), mb(s.Max))
+	}}
+}
+
 // perReq formats a per-request count: 2 decimals, 3 below 0.1.
 func perReq(s Stat) string {
 	switch {

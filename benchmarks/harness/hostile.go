@@ -293,6 +293,40 @@ func dialerWithRcvBuf(timeout time.Duration, rcvbuf int) *net.Dialer {
 	return d
 }
 
+// sampleUnreclaimable reads the process's RssAnon+RssShmem (its status
+// file only) every period, and once more when the returned function is
+// called, which returns the largest sum seen in KB (0 if none was read).
+func sampleUnreclaimable(pid int, period time.Duration) (stop func() int64) {
+	read := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return 0
+		}
+		f := parseStatus(b)
+		return f.AnonKB + f.ShmemKB
+	}
+	var peak atomic.Int64
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			peak.Store(max(peak.Load(), read()))
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(quit)
+		<-done
+		return max(peak.Load(), read())
+	}
+}
+
 // sampleRSS reads the process's VmRSS every period until the returned
 // function is called, which returns the largest value seen in KB.
 func sampleRSS(pid int, period time.Duration) (stop func() int64) {

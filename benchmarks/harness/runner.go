@@ -139,6 +139,7 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 	sBefore, err1 := ReadProc(srv.PID)
 	cBefore, err2 := ReadProc(os.Getpid())
 	start := time.Now()
+	stopSampling := sampleUnreclaimable(srv.PID, 100*time.Millisecond)
 	var err error
 	switch {
 	case ph.Hostile != nil:
@@ -153,6 +154,7 @@ func (r *runner) measure(ctx context.Context, srv *Server, ph Phase) (Measuremen
 		err = r.load(ctx, srv, ph, &m)
 	}
 	wall := time.Since(start).Seconds()
+	m.ServerUnreclaimKB = stopSampling()
 	if err != nil {
 		return m, err
 	}

@@ -352,6 +352,9 @@ func hitRatioRSS(p Profile) Scenario {
 				"run once on a fresh server. The search's runs are listed under \"Equal RSS\".", mem, mem),
 			"`peak RSS MB` is VmHWM after the run, median (min-max) over repetitions; `peak vs mc` divides it by memcached's.",
 			"`hit vs mc` is the hit ratio minus memcached's, in absolute terms.",
+			"`anon+shmem MB` is the largest RssAnon+RssShmem sampled every 100 ms during the measured phase and at " +
+				"its end (what the machine cannot reclaim; VmHWM also counts file-backed pages such as the binary's); " +
+				"`anon+shmem vs mc` divides it by memcached's.",
 		},
 		XLabel:    "workload",
 		Bars:      true,
@@ -365,6 +368,8 @@ func hitRatioRSS(p Profile) Scenario {
 			colHit("hit ratio", "measured"), colHitDiff("hit vs mc", "measured"), colHit("warm-up hit", "warmup"),
 			colPeak("measured"),
 			colVs("peak vs mc", "measured", func(a *PhaseAgg) float64 { return a.PeakRatio }),
+			colUnreclaim("measured"),
+			colVs("anon+shmem vs mc", "measured", func(a *PhaseAgg) float64 { return a.UnreclaimRatio }),
 			colStat("items", "measured", "curr_items", 1), colStat("stats MB", "measured", "bytes", 1<<20),
 			colRate("req/s", "measured"), colErrors("warmup", "measured"),
 		},

@@ -212,6 +212,9 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 			"The sets of a batch travel in the same write as the next batch's get, so one batch costs one round " +
 				"trip; replies are all read and counted (a set answered SERVER_ERROR or NOT_STORED is `sets refused`).",
 			"`peak RSS MB` is VmHWM after the replay; `peak vs mc` divides it by memcached's at the same `-m`; " +
+				"`anon+shmem MB` is the largest RssAnon+RssShmem sampled every 100 ms during the replay (the memory " +
+				"the machine cannot reclaim: VmHWM also counts the binary's file-backed pages), and " +
+				"`anon+shmem vs mc` divides it by memcached's; " +
 				"`hit vs mc` is the hit ratio minus memcached's at the same `-m`. `items`, `stats MB` and " +
 				"`evictions` are the server's `curr_items`, `bytes` and `evictions` after the replay; `peak/item B` " +
 				"is peak RSS over `curr_items`.",
@@ -240,6 +243,8 @@ func traceScenario(p Profile, o TraceOptions) Scenario {
 			}},
 			colPeak("replay"),
 			colVs("peak vs mc", "replay", func(a *PhaseAgg) float64 { return a.PeakRatio }),
+			colUnreclaim("replay"),
+			colVs("anon+shmem vs mc", "replay", func(a *PhaseAgg) float64 { return a.UnreclaimRatio }),
 			colStat("items", "replay", "curr_items", 1), colStat("stats MB", "replay", "bytes", 1<<20),
 			colPeakPerItem("peak/item B", "replay"), colStat("evictions", "replay", "evictions", 1),
 			{"sets refused", func(r *Row) string {

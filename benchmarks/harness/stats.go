@@ -79,6 +79,11 @@ type Measurement struct {
 	ClientCPUPct float64                    `json:"client_cpu_pct"` // the harness process itself
 	ServerRSSKB  int64                      `json:"server_rss_kb"`
 	ServerHWMKB  int64                      `json:"server_peak_rss_kb"`
+	// ServerUnreclaimKB is the largest RssAnon+RssShmem of the server
+	// sampled every 100 ms during the phase and at its end: the memory the
+	// machine cannot take back (file-backed pages, the binary's own, can
+	// be dropped at will and are in VmHWM only).
+	ServerUnreclaimKB int64 `json:"server_peak_anon_shmem_kb,omitempty"`
 	// Stats holds the server's "stats" fields the phase asked for, read
 	// after it.
 	Stats map[string]float64 `json:"server_stats,omitempty"`
@@ -156,6 +161,10 @@ type PhaseAgg struct {
 	// PeakMB is the server's peak RSS (VmHWM, or the hostile phase's
 	// sampled peak) over repetitions, with its spread.
 	PeakMB Stat `json:"peak_rss_mb,omitzero"`
+	// UnreclaimMB is the server's peak RssAnon+RssShmem (sampled) over
+	// repetitions, and UnreclaimRatio its median over the baseline's.
+	UnreclaimMB    Stat    `json:"peak_anon_shmem_mb,omitzero"`
+	UnreclaimRatio float64 `json:"peak_anon_shmem_vs_baseline,omitempty"`
 	// Costs per request: server CPU time, context switches, and (Strace
 	// phases) syscalls by name, medians over repetitions.
 	CPUUsPerReq    Stat               `json:"server_cpu_us_per_request,omitzero"`
@@ -344,6 +353,9 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 			if ba.PeakMB.Median > 0 {
 				a.PeakRatio = a.PeakMB.Median / ba.PeakMB.Median
 			}
+			if ba.UnreclaimMB.Median > 0 && a.UnreclaimMB.N > 0 {
+				a.UnreclaimRatio = a.UnreclaimMB.Median / ba.UnreclaimMB.Median
+			}
 			if bl := ba.MainLatency().P999Us; bl > 0 {
 				a.P999Ratio = a.MainLatency().P999Us / bl
 			}
@@ -355,7 +367,7 @@ func Aggregate(sc *Scenario, targets []Target, runs []Measurement) []*Row {
 // aggregateCosts folds peak RSS, the per-request costs and the robustness
 // phases' results of ms into a.
 func aggregateCosts(a *PhaseAgg, ms []Measurement) {
-	var peak, cpu, vol, invol []float64
+	var peak, unreclaim, cpu, vol, invol []float64
 	calls := map[string][]float64{}
 	var hostile []*HostileStats
 	var slow []*SlowReaderStats
@@ -369,6 +381,9 @@ func aggregateCosts(a *PhaseAgg, ms []Measurement) {
 			slow = append(slow, m.SlowReader)
 		}
 		peak = append(peak, float64(hwm)/1024)
+		if m.ServerUnreclaimKB > 0 {
+			unreclaim = append(unreclaim, float64(m.ServerUnreclaimKB)/1024)
+		}
 		if m.StraceError != "" && a.StraceError == "" {
 			a.StraceError = m.StraceError
 		}
@@ -384,6 +399,9 @@ func aggregateCosts(a *PhaseAgg, ms []Measurement) {
 		}
 	}
 	a.PeakMB = NewStat(peak)
+	if len(unreclaim) > 0 {
+		a.UnreclaimMB = NewStat(unreclaim)
+	}
 	a.CPUUsPerReq, a.VolCSPerReq, a.InvolCSPerReq = newStat3(cpu), newStat3(vol), newStat3(invol)
 	for name, vs := range calls {
 		if a.SyscallsPerReq == nil {

@@ -232,11 +232,15 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte, cfd int) []byte 
 		opt.ValueLen = &size
 	}
 	outcome, id := h.cfg.Cache.MetaStore(mode, key, r.Data, r.Flags, r.Exptime, cas, opt)
-	if outcome == cache.NotStored && m.Has('N') && (mode == cache.Append || mode == cache.Prepend) {
+	for try := 0; try < 3 && outcome == cache.NotStored && m.Has('N') && (mode == cache.Append || mode == cache.Prepend); try++ {
 		// memcached 1.6.45: N in append or prepend mode stores a missing
-		// item as set would, with N's TTL. (An item stored in between by
-		// another client makes this add fail: NS, as if appended too late.)
-		outcome, id = h.cfg.Cache.MetaStore(cache.Add, key, r.Data, r.Flags, m.VivifyTTL, 0, opt)
+		// item as set would, with N's TTL; memcached does both under one
+		// item lock. Here they are two calls: when another client stores
+		// the key in between, the add fails and the append is tried again
+		// (a key deleted and stored again between every try still ends NS).
+		if outcome, id = h.cfg.Cache.MetaStore(cache.Add, key, r.Data, r.Flags, m.VivifyTTL, 0, opt); outcome == cache.NotStored {
+			outcome, id = h.cfg.Cache.MetaStore(mode, key, r.Data, r.Flags, r.Exptime, cas, opt)
+		}
 	}
 	if h.watch.on(watchMutations) {
 		h.watchStore(cfd, storeModeNames[mode], key, storeStatus(outcome), r.Exptime, r.Flags, len(r.Data))

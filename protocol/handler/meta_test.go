@@ -1,8 +1,10 @@
 package handler
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tandemcache/tandem/protocol"
@@ -123,6 +125,41 @@ func TestMetaNoAllocs(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations per request", tc.name, allocs)
+		}
+	}
+}
+
+// TestMetaAppendVivifyConcurrent: clients that all append with N to one
+// missing key at once each get HD and every byte lands once. The store of
+// the missing item and the append are two cache calls here (one item lock
+// in memcached): a client whose add loses to another's appends instead.
+func TestMetaAppendVivifyConcurrent(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	const clients, rounds = 8, 300
+	sessions := make([]*Session, clients)
+	for i := range sessions {
+		sessions[i] = h.NewSession("")
+	}
+	replies := make([]string, clients)
+	for round := range rounds {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, s := range sessions {
+			wg.Go(func() {
+				<-start
+				replies[i], _ = run(s, "ms k 1 MA N0\r\nx\r\n")
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, got := range replies {
+			if got != "HD\r\n" {
+				t.Fatalf("round %d, client %d: %q", round, i, got)
+			}
+		}
+		got, _ := run(sessions[0], "mg k s\r\nmd k q\r\n")
+		if want := fmt.Sprintf("HD s%d\r\n", clients); got != want {
+			t.Fatalf("round %d: %q, want %q", round, got, want)
 		}
 	}
 }
