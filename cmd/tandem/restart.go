@@ -40,7 +40,7 @@ func logRestart(log zerolog.Logger, r cache.Restart, held uint64, limit int64) {
 		// fewer than the limit the file was filled under (a cache_memlimit
 		// raised it in the last run).
 		ev = log.Warn().Int64("dropped_over_limit", lost)
-		msg = "warm restart: the memory file held more items than this -m keeps; the rest were dropped (start with the -m that cache_memlimit last set to keep them)"
+		msg = "warm restart: the memory file held more items than this -m keeps; the rest were dropped, counted in evictions (start with the -m that cache_memlimit last set to keep them)"
 	}
 	ev.Str("memory_file", r.File).Int("items_in_file", r.Items).Uint64("items", held).Int("dropped_expired", r.Dropped).
 		Int64("saved_at", r.SavedAt).Str("took", r.Took.Round(time.Microsecond).String()).Msg(msg)

@@ -14,7 +14,7 @@ import (
 // cache_memlimit raised the limit, stops gracefully and starts again with
 // the original -m: the start line must count the items the cache really
 // holds ("items", equal to curr_items) and say how many of the file's it
-// dropped.
+// dropped, and stats must count those in evictions.
 func TestWarmRestartAfterMemlimitGrew(t *testing.T) {
 	file := memoryFile(t)
 	args := []string{"-m", "8", "-e", file}
@@ -68,5 +68,9 @@ func TestWarmRestartAfterMemlimitGrew(t *testing.T) {
 	}
 	if line.InFile != held+line.Dropped {
 		t.Errorf("items in the file %d != held %d + dropped %d", line.InFile, held, line.Dropped)
+	}
+	// stats tells the operator too: the items left out are evictions.
+	if ev := statUint(t, st, "evictions"); line.Dropped == 0 || ev != line.Dropped {
+		t.Errorf("stats evictions %d after the start, the log's dropped_over_limit %d (want equal and > 0)", ev, line.Dropped)
 	}
 }
