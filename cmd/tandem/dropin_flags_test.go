@@ -131,8 +131,8 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	grouped := map[string]int{}
-	for _, g := range flagGroups {
-		for _, n := range g.names {
+	for _, g := range helpGroups {
+		for _, n := range groupFlags(g) {
 			grouped[n]++
 		}
 	}
@@ -226,8 +226,8 @@ func TestInertFlagsWarnOnce(t *testing.T) {
 	for _, f := range inertFlags {
 		args = append(args, f.args...)
 	}
-	keys := make([]string, 0, len(extendedKeys))
-	for k := range extendedKeys {
+	keys := make([]string, 0, len(memcachedKeys()))
+	for k := range memcachedKeys() {
 		if !strings.HasPrefix(k, "ext_") { // refused: TestExtstoreRefused
 			keys = append(keys, k)
 		}
@@ -253,7 +253,7 @@ func TestInertFlagsWarnOnce(t *testing.T) {
 	}
 	for _, k := range keys {
 		n := count("-o " + k + "=")
-		if want := map[bool]int{true: 0, false: 1}[extendedKeys[k] == ""]; n != want {
+		if want := map[bool]int{true: 0, false: 1}[memcachedKeys()[k] == ""]; n != want {
 			t.Errorf("-o %s: %d warnings, want %d", k, n, want)
 		}
 	}

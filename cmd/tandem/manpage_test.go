@@ -1,7 +1,7 @@
 package main
 
 // The man page, docs/tandem.1, is generated from the flag table (flags.go:
-// the pflag set and flagGroups, the same source as --help) by this file, and
+// options.go, the same source as --help) by this file, and
 // TestManPage fails when the committed page differs from what the table
 // gives. After changing a flag, regenerate it with
 //
@@ -75,7 +75,7 @@ var hereN = regexp.MustCompile(`, here \d+$`)
 // then exit status, signals, environment and pointers to the docs.
 func writeManPage(w io.Writer, fs *pflag.FlagSet) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	p(`.\" Generated from the flag table in cmd/tandem/flags.go by cmd/tandem/manpage_test.go.`)
+	p(`.\" Generated from the flag table in cmd/tandem/options.go by cmd/tandem/manpage_test.go.`)
 	p(`.\" Do not edit: run "go generate ./cmd/tandem" after changing a flag.`)
 	p(`.TH TANDEM 1 "" "tandem %s" "User Commands"`, roff(version))
 	p(`.SH NAME`)
@@ -92,9 +92,9 @@ func writeManPage(w io.Writer, fs *pflag.FlagSet) {
 	p(`%s`, roff("Without -l, tandem listens on 127.0.0.1 only; memcached listens on every interface. "+
 		"Give -l 0.0.0.0 (or an address) to serve other hosts."))
 	p(`.SH OPTIONS`)
-	for _, g := range flagGroups {
-		p(`.SS %s`, roff(g.title))
-		for _, name := range g.names {
+	for _, g := range helpGroups {
+		p(`.SS %s`, roff(g))
+		for _, name := range groupFlags(g) {
 			writeManFlag(w, fs.Lookup(name))
 		}
 	}

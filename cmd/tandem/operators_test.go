@@ -41,7 +41,7 @@ func TestListenDefaultLogged(t *testing.T) {
 // memcached 1.6.18 (built with extstore) accepts the same command line.
 func TestExtstoreRefused(t *testing.T) {
 	dir := t.TempDir()
-	for k := range extendedKeys {
+	for k := range memcachedKeys() {
 		if !strings.HasPrefix(k, "ext_") {
 			continue
 		}
