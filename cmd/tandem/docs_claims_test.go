@@ -11,6 +11,9 @@ import (
 // underscore (so "go build -o tandem" is no key).
 var docOption = regexp.MustCompile(`-o ([a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z][a-z0-9]*=)`)
 
+// docTLSKey matches a row of a table of ssl_* keys: "| `ssl_key=FILE` |".
+var docTLSKey = regexp.MustCompile("(?m)^\\| `(ssl_[a-z_]+)(?:=[^`]*)?` \\|")
+
 // TestDocsOptionKeys fails when a document names an -o key that tandem
 // does not know (memcached's keys tandem accepts, the ssl_* keys, and
 // memory_file).
@@ -20,7 +23,9 @@ func TestDocsOptionKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range docOption.FindAllStringSubmatch(string(b), -1) {
+		// The TLS table's rows name ssl_* keys without "-o ".
+		tlsRows := docTLSKey.FindAllStringSubmatch(string(b), -1)
+		for _, m := range append(docOption.FindAllStringSubmatch(string(b), -1), tlsRows...) {
 			k := strings.TrimSuffix(m[1], "=")
 			if optionByKey[k] == nil {
 				t.Errorf("%s names -o %s, which tandem does not know", strings.TrimPrefix(f, repoRoot+"/"), k)
@@ -88,5 +93,30 @@ func TestDocsRefusedFlagsAreRefused(t *testing.T) {
 	}
 	if n < 3 {
 		t.Errorf("found %d refused settings in docs/migrating.md, want the table's rows", n)
+	}
+}
+
+// TestDocsWarmRestartDropIn checks that the drop-in docs/operations.md
+// shows is the one shipped, docs/deploy/tandem-warm-restart.conf (its
+// comment header aside).
+func TestDocsWarmRestartDropIn(t *testing.T) {
+	ops, err := os.ReadFile(repoRoot + "/docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(repoRoot + "/docs/deploy/tandem-warm-restart.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = "# /etc/systemd/system/tandem.service.d/warm-restart.conf (docs/deploy/tandem-warm-restart.conf)\n"
+	i := strings.Index(string(ops), "```\n"+head)
+	if i < 0 {
+		t.Fatal("docs/operations.md shows no block starting " + head)
+	}
+	shown := string(ops)[i+4+len(head):]
+	shown = shown[:strings.Index(shown, "```")]
+	shipped := string(conf)[strings.Index(string(conf), "[Unit]"):]
+	if shown != shipped {
+		t.Errorf("docs/operations.md's drop-in:\n%s\ndiffers from docs/deploy/tandem-warm-restart.conf's:\n%s", shown, shipped)
 	}
 }

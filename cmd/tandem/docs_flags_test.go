@@ -140,3 +140,57 @@ func TestDocsFlags(t *testing.T) {
 		t.Errorf("docs/operations.md, the flag reference, does not name %s (tandem --help has them)", strings.Join(missing, ", "))
 	}
 }
+
+// docShort matches a short flag in a code span: "`-m`", "`-m 64`",
+// "`-S, --enable-sasl`", "`-o key=value`".
+var docShort = regexp.MustCompile("`-([A-Za-z])(?:[ ,=/`]|$)")
+
+// docTandemArgs matches a tandem command line in a document: the program
+// (tandem, or a path ending in /tandem) and what follows it on the line.
+var docTandemArgs = regexp.MustCompile(`(?:^|[\s(` + "`" + `])(?:\S*/)?tandem((?: +-[^\s` + "`" + `]*(?: +[^-\s` + "`" + `][^\s` + "`" + `]*)?)+)`)
+
+// TestDocsShortFlags fails when a document names a short flag tandem does
+// not have: one in a code span ("`-x`"), or one on a tandem command line
+// (each letter of "-vv" or "-dvv").
+func TestDocsShortFlags(t *testing.T) {
+	_, fs, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(s string) bool { return fs.ShorthandLookup(s) != nil }
+	checked := 0
+	for _, path := range docFiles(t) {
+		if !strings.HasSuffix(path, ".md") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(path, repoRoot+"/")
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range docShort.FindAllStringSubmatch(line, -1) {
+				checked++
+				if !has(m[1]) {
+					t.Errorf("%s:%d names -%s, which tandem does not have:\n\t%s", rel, i+1, m[1], strings.TrimSpace(line))
+				}
+			}
+			for _, m := range docTandemArgs.FindAllStringSubmatch(line, -1) {
+				for _, arg := range strings.Fields(m[1]) {
+					if !regexp.MustCompile(`^-[A-Za-z]+$`).MatchString(arg) {
+						continue
+					}
+					for _, r := range arg[1:] {
+						checked++
+						if !has(string(r)) {
+							t.Errorf("%s:%d runs tandem with -%c, which tandem does not have:\n\t%s", rel, i+1, r, strings.TrimSpace(line))
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d short flags found in the docs: the patterns no longer match them", checked)
+	}
+}
