@@ -41,7 +41,7 @@ type Restart struct {
 	Reason  string        // why the start was cold; "" when warm
 	Items   int           // items restored
 	Bytes   int64         // bytes of the file the restored pages take
-	Dropped int           // items found expired or flushed, dropped while restoring
+	Dropped int           // items found expired or flushed (counted in Stats.Reclaimed), or malformed, dropped while restoring
 	SavedAt int64         // unix seconds the metadata was written (warm only)
 	Took    time.Duration // reading the metadata and rebuilding
 }
@@ -362,7 +362,11 @@ func (s *shard) restoreRecordLocked(c *Cache, i uint64, h uint32, ch []byte) boo
 	}
 	r := record(ch[:hdrSize+klen+vlen])
 	hash := s.hash(r.key())
-	if fileHash(c.fileSeed, r.key())>>c.shift != i || s.invalidLocked(r) {
+	if fileHash(c.fileSeed, r.key())>>c.shift != i {
+		return false
+	}
+	if s.invalidLocked(r) {
+		s.st.Reclaimed++ // expired or flushed while the server was down: stats counts it as reclaimed
 		return false
 	}
 	if _, dup := s.lookupLocked(hash, r.key()); dup != nil {

@@ -153,6 +153,9 @@ func TestRestartRestoresItems(t *testing.T) {
 	if !r.Warm || r.Items != len(fx.keep) {
 		t.Fatalf("restart: %+v, want warm with %d items", r, len(fx.keep))
 	}
+	if st := c2.Stats(); r.Dropped == 0 || st.Reclaimed != uint64(r.Dropped) || st.Evictions != 0 {
+		t.Fatalf("restart dropped %d expired items; stats reclaimed %d (want equal, > 0), evictions %d (want 0)", r.Dropped, st.Reclaimed, st.Evictions)
+	}
 	if _, err := os.Stat(path + ".meta"); !os.IsNotExist(err) {
 		t.Fatalf("the metadata file is still there after a warm start: %v", err)
 	}
