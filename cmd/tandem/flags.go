@@ -31,7 +31,7 @@ var flagGroups = []flagGroup{
 	{"Listening", []string{"port", "listen", "unix-socket", "unix-mask", "listen-backlog", "udp-port", "conn-limit", "idle-timeout", "reuseport"}},
 	{"Memory and items", []string{"memory-limit", "max-item-size", "shards", "disable-evictions", "disable-cas", "lock-memory", "memory-file"}},
 	{"Scheduling and connection buffers", []string{"mode", "threads", "workers", "max-reqs-per-event", "conn-buffer-limit", "max-conn-input", "max-conn-output", "loop-writes", "worker-writes"}},
-	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter"}},
+	{"Protocol and security", []string{"protocol", "auth-file", "enable-sasl", "enable-shutdown", "disable-flush-all", "disable-dumping", "disable-watch", "prefix-delimiter", "large-client-flags"}},
 	{"TLS (settings are memcached's -o ssl_* keys, see -o and docs/operations.md)", []string{"enable-ssl", "tls-handshake-timeout"}},
 	{"Process", []string{"daemon", "pidfile", "user", "enable-coredumps", "verbose", "log-level", "log-format", "log-file", "metrics-listen", "pprof", "help", "version", "license"}},
 	{"Accepted from memcached, without effect in tandem (a warning is logged)", append([]string{"extended"}, inertFlagNames...)},
@@ -101,6 +101,7 @@ func parseFlags(args []string) (*Config, *pflag.FlagSet, error) {
 	fs.BoolVarP(&c.DisableDumps, "disable-dumping", "X", false, "refuse stats cachedump and lru_crawler metadump")
 	fs.BoolVarP(&c.DisableWatch, "disable-watch", "W", false, "refuse the watch command (log streaming)")
 	fs.StringVarP(&delimiter, "prefix-delimiter", "D", ":", "the character that ends a key prefix in per-prefix stats (stats detail); giving it turns those stats on")
+	fs.BoolVar(&c.LargeClientFlags, "large-client-flags", false, "64-bit client flags in the text and meta protocols (memcached's build option --enable-large-client-flags; binary extras stay 32 bits): 4 more bytes per item; without it flags are 32 bits and a larger number is truncated, as memcached stores it")
 
 	// Process.
 	fs.BoolVarP(&c.Daemon, "daemon", "d", false, "run in the background: return once the server listens (logs go to --log-file, else to standard error where it is a file or a pipe, else are discarded)")
