@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,11 @@ func TestLargeClientFlags(t *testing.T) {
 			{"incr in place", func(k string) { c.Arith([]byte(k), true, 1) }},
 			{"incr grows the number", func(k string) { c.Arith([]byte(k), true, 1<<60) }},
 			{"touch", func(k string) { c.Get(nil, []byte(k), GetOptions{Touch: true, Exptime: 100}, valueAppender{}) }},
+			{"a record of its own page", func(k string) { c.Store(Set, []byte(k), make([]byte, 600_000), big, 0, 0) }},
+			{"append to it", func(k string) {
+				c.Store(Set, []byte(k), make([]byte, 600_000), big, 0, 0)
+				c.Store(Append, []byte(k), make([]byte, 1000), 0, 0, 0)
+			}},
 		} {
 			key := "k-" + tc.name
 			if strings.HasPrefix(tc.name, "incr") {
@@ -125,3 +131,40 @@ func TestRestartLargeClientFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeClientFlagsSurvivePageMoves: a page given to another size class moves its live
+// records to free chunks of their class elsewhere (freePageLocked); their flags' tail moves
+// with them.
+func TestLargeClientFlagsSurvivePageMoves(t *testing.T) {
+	const big = uint64(0xabcd) << 32
+	c, _ := newTestCache(t, Config{MaxBytes: 4 << 20, Shards: 1, LargeClientFlags: true})
+	key := func(i int) string { return "small-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + itoa(i) }
+	n := 0
+	for ; c.Stats().Bytes < 2<<20; n++ {
+		c.Store(Set, []byte(key(n)), make([]byte, 100), big|uint64(n), 0, 0)
+	}
+	for i := 0; i < n; i += 2 {
+		c.Delete([]byte(key(i))) // free chunks on every page of the class
+	}
+	for i := 0; c.Stats().Evictions == 0 && i < 100_000; i++ {
+		c.Store(Set, []byte("large-"+itoa(i)), make([]byte, 3000), big, 0, 0)
+	}
+	if c.Stats().Evictions == 0 {
+		t.Fatal("no evictions: the cache never made room")
+	}
+	found := 0
+	for i := 1; i < n; i += 2 {
+		if it, ok := get(c, key(i)); ok {
+			found++
+			if it.Flags != big|uint64(i) {
+				t.Fatalf("%s: flags %#x after the page moves, want %#x", key(i), it.Flags, big|uint64(i))
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no small item left to check")
+	}
+	checkInvariants(t, c)
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
