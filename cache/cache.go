@@ -36,7 +36,11 @@ type Cache struct {
 	fileSeed uint64          // with a file: fileHash's seed, which picks the shard
 	settings restartSettings // what the file's layout depends on
 	restart  Restart         // how the Cache started with its file
+	large    bool            // Config.LargeClientFlags
 }
+
+// LargeClientFlags reports whether the Cache keeps 64-bit client flags (Config.LargeClientFlags).
+func (c *Cache) LargeClientFlags() bool { return c.large }
 
 // New builds a Cache from cfg, which must pass Validate. It starts no goroutines.
 func New(cfg Config) (*Cache, error) {
@@ -51,6 +55,7 @@ func New(cfg Config) (*Cache, error) {
 		clock:      cmp.Or(cfg.Clock, SystemClock()),
 		maxItem:    cfg.maxItemSize(),
 		disableCAS: cfg.DisableCAS,
+		large:      cfg.LargeClientFlags,
 	}
 	// Pages of at most 1/64 of the budget (and 1 MiB); chunks of up to a quarter of that (and
 	// maxSmall) share pages.
@@ -64,6 +69,7 @@ func New(cfg Config) (*Cache, error) {
 		windowPercent:    int64(cmp.Or(cfg.WindowPercent, defaultWindowPercent)),
 		disableEvictions: cfg.DisableEvictions,
 		onEvict:          cfg.OnEvict,
+		tail:             flagsTailOf(cfg),
 	}
 	if cfg.MemoryFile != "" {
 		if err := c.openFile(cfg, n, budget, scfg); err != nil {
@@ -225,7 +231,7 @@ func (s *shard) viewLocked(c *Cache, r record) Item {
 	return Item{
 		Key:           r.key(),
 		Value:         r.value(),
-		Flags:         r.flags(),
+		Flags:         s.flags(r),
 		CAS:           c.visibleCAS(r.cas()),
 		Exptime:       int64(r.exptime()),
 		LastAccess:    int64(r.atime()),
@@ -242,7 +248,7 @@ func (s *shard) viewLocked(c *Cache, r record) Item {
 // the new cas id (0 with DisableCAS). Stored may still be followed by a miss (see Admission in
 // the package comment); an item already expired by its exptime is Stored yet invisible,
 // replacing the old one. TooLarge and NoMemory on Set also remove the old item, as in memcached.
-func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64) {
+func (c *Cache) Store(mode StoreMode, key, value []byte, flags uint64, exptime int64, cas uint64) (Outcome, uint64) {
 	s, h := c.lock(key)
 	out, id, _ := s.storeLocked(c, h, mode, key, value, flags, exptime, cas)
 	s.maintainLocked()

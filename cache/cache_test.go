@@ -111,12 +111,12 @@ func TestStoreModes(t *testing.T) {
 		present   bool
 		mode      StoreMode
 		value     string
-		flags     uint32
+		flags     uint64
 		cas       uint64 // for CAS; useOldCAS picks the current one
 		useOldCAS bool
 		want      Outcome
 		wantValue string // "" = miss
-		wantFlags uint32
+		wantFlags uint64
 	}{
 		{"set missing", false, Set, "new", 3, 0, false, Stored, "new", 3},
 		{"set present", true, Set, "new", 3, 0, false, Stored, "new", 3},

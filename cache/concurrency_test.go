@@ -15,7 +15,7 @@ type checkAppender struct{ t *testing.T }
 
 func (a checkAppender) AppendItem(dst []byte, it Item) []byte {
 	prefix := append(bytes.Clone(it.Key), '|')
-	if !bytes.HasPrefix(it.Value, prefix) || it.Flags != crc32.ChecksumIEEE(it.Key) {
+	if !bytes.HasPrefix(it.Value, prefix) || it.Flags != uint64(crc32.ChecksumIEEE(it.Key)) {
 		a.t.Errorf("torn or foreign value %q flags %d for key %q", it.Value, it.Flags, it.Key)
 	}
 	return append(dst, it.Value...)
@@ -40,7 +40,7 @@ func TestConcurrentOps(t *testing.T) {
 			dst := make([]byte, 0, 4096)
 			for i := range ops {
 				key := fmt.Appendf(nil, "key-%d", rng.IntN(300))
-				flags := crc32.ChecksumIEEE(key)
+				flags := uint64(crc32.ChecksumIEEE(key))
 				val := fmt.Appendf(append(bytes.Clone(key), '|'), "%0*d", rng.IntN(900), i)
 				switch r := rng.IntN(100); {
 				case r < 40:

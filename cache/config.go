@@ -50,6 +50,20 @@ type Config struct {
 	// SaveRestart writes MemoryFile.meta at a graceful stop, and the next New with the same
 	// settings restores the items from the file (see Restart).
 	MemoryFile string
+	// LargeClientFlags makes client flags 64 bits wide (memcached built with configure's
+	// --enable-large-client-flags): each record then carries 4 more bytes, after its value.
+	// Without it the cache keeps the low 32 bits of the flags it is given, and its records and
+	// memory file are those of a Cache without the field. A memory file saved with one setting
+	// starts cold under the other.
+	LargeClientFlags bool
+}
+
+// flagsTailOf is the bytes a record carries after its value for cfg (see flagsTail).
+func flagsTailOf(cfg Config) int {
+	if cfg.LargeClientFlags {
+		return flagsTail
+	}
+	return 0
 }
 
 // Validate reports whether the config can build a Cache. Errors wrap ErrInvalidConfig.

@@ -57,7 +57,8 @@
 //
 // Keys are hashed with hash/maphash; the high bits of the hash pick a shard, each with one
 // sync.Mutex and everything below. An item is one record: a 27-byte header (cas, exptime, last
-// access, flags, lengths, state), the key and the value (item.go), in a chunk of one of the
+// access, flags, lengths, state), the key and the value (item.go; with Config.LargeClientFlags
+// also 4 bytes after the value, the high half of 64-bit client flags), in a chunk of one of the
 // shard's slab pages (slab.go): slab classes in steps of 1/32 (8 bytes up to 256), a page a
 // memory mapping outside the Go heap (pagemem.go) cut into chunks of its class, a record larger
 // than the shard's largest chunk a heap buffer of its own. The shard's index (index.go, tandem's

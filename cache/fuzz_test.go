@@ -43,7 +43,7 @@ const (
 
 type modelItem struct {
 	value   []byte
-	flags   uint32
+	flags   uint64
 	cas     uint64
 	exp     int64
 	atime   int64
@@ -146,7 +146,7 @@ func runModel(t *testing.T, prog []byte, memoryFile string) {
 		if exp == 3 {
 			exp += m.now // absolute
 		}
-		flags := uint32(arg)
+		flags := uint64(uint32(arg))
 		where := func() string { return "step " + strconv.Itoa(step) + " op " + strconv.Itoa(int(op%12)) + " key " + k }
 		switch op % 12 {
 		case 0, 1, 2, 3, 4, 5: // storage
@@ -269,7 +269,7 @@ func runModel(t *testing.T, prog []byte, memoryFile string) {
 
 // modelStore applies a storage command to the model and returns the expected outcome and the
 // model item that received a new cas id (nil if none).
-func modelStore(m *model, mode StoreMode, k string, old *modelItem, val []byte, flags uint32, exp int64, cas uint64) (Outcome, *modelItem) {
+func modelStore(m *model, mode StoreMode, k string, old *modelItem, val []byte, flags uint64, exp int64, cas uint64) (Outcome, *modelItem) {
 	size := len(k) + len(val) + ItemOverhead
 	if size > modelMaxItem {
 		if mode == Set {

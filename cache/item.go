@@ -12,12 +12,17 @@ const (
 	offCAS     = 0  // 8 bytes: internal cas id, unique per write, also used by flush_all
 	offExptime = 8  // 4: absolute unix seconds; 0 = never
 	offAtime   = 12 // 4: unix seconds of the last access (see touchLocked)
-	offFlags   = 16 // 4: client flags
+	offFlags   = 16 // 4: client flags (their low 32 bits with Config.LargeClientFlags)
 	offVlen    = 20 // 4: value length
 	offKlen    = 24 // 2: key length
 	offState   = 26 // 1: stLive, stFetched, ...
 	hdrSize    = 27 // the key follows, then the value
 )
+
+// flagsTail is what a record of a Cache with Config.LargeClientFlags adds after its value: the
+// high 32 bits of its client flags, little-endian, outside the record's length (in its chunk's
+// capacity), so the header and every item of a Cache without the option stay as they are.
+const flagsTail = 4
 
 const (
 	stFetched uint8 = 1 << iota // read (or touched) since it was stored
@@ -93,7 +98,7 @@ func build(dst []byte, old record, key []byte, mode StoreMode, value []byte) rec
 // must not be retained or modified after the call returns (copy them instead).
 type Item struct {
 	Key, Value []byte
-	Flags      uint32
+	Flags      uint64 // client flags; above 32 bits only with Config.LargeClientFlags
 	CAS        uint64 // 0 when the cache runs with DisableCAS
 	Exptime    int64  // absolute unix seconds, 0 = never
 	LastAccess int64  // unix seconds of the previous access

@@ -101,7 +101,7 @@ type MetaStoreOptions struct {
 // store a stale value with opt.Invalidate; Append and Prepend with cas != 0 require the item's
 // CAS id to match (else Exists); Add ignores cas. It returns the outcome and the stored item's
 // visible CAS id.
-func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64, opt MetaStoreOptions) (Outcome, uint64) {
+func (c *Cache) MetaStore(mode StoreMode, key, value []byte, flags uint64, exptime int64, cas uint64, opt MetaStoreOptions) (Outcome, uint64) {
 	s, h := c.lock(key)
 	defer s.mu.Unlock()
 	// Every lookup is an access for tinylfu's frequency sketch: look the item up here only when
@@ -152,7 +152,7 @@ type MetaDeleteOptions struct {
 	// Exptime (0 without Touch), keeping its CAS id (or taking NewCAS),
 	// instead of removing it; with Invalidate it is then marked stale.
 	RemoveValue bool
-	Flags       uint32
+	Flags       uint64
 }
 
 // MetaDelete removes or invalidates key: Deleted, NotFound, or Exists on a CAS mismatch (which

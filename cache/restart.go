@@ -87,6 +87,9 @@ type restartSettings struct {
 	MaxChunk   int
 	OSPage     int
 	Classes    uint32 // CRC-32C of the slab classes' sizes
+	// LargeClientFlags is Config.LargeClientFlags (records carry a tail with it); left out of
+	// the file when false, so a file without the option reads as before it existed.
+	LargeClientFlags bool `json:",omitempty"`
 }
 
 type flushMeta struct {
@@ -124,7 +127,7 @@ func settingsOf(cfg Config, shards int, region int64, sc *shardConfig) restartSe
 	return restartSettings{
 		MaxBytes: cfg.MaxBytes, MaxItem: sc.maxItem, DisableCAS: cfg.DisableCAS, Shards: shards,
 		Region: region, MaxPage: sc.maxPage, MaxChunk: sc.maxChunk, OSPage: osPage,
-		Classes: crc32.Checksum(classes, castagnoli),
+		Classes: crc32.Checksum(classes, castagnoli), LargeClientFlags: cfg.LargeClientFlags,
 	}
 }
 
@@ -143,6 +146,7 @@ func (then restartSettings) mismatch(now restartSettings) string {
 		{"the largest chunk", then.MaxChunk, now.MaxChunk},
 		{"the OS page size", then.OSPage, now.OSPage},
 		{"the slab classes", then.Classes, now.Classes},
+		{"--large-client-flags", then.LargeClientFlags, now.LargeClientFlags},
 	} {
 		if f.then != f.now {
 			return fmt.Sprintf("%s changed: %v when saved, %v now", f.name, f.then, f.now)
@@ -357,7 +361,7 @@ func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int
 // for one to drop: malformed, of another shard, expired, flushed, or a second record of a key.
 func (s *shard) restoreRecordLocked(c *Cache, i uint64, h uint32, ch []byte) bool {
 	klen, vlen := int(le.Uint16(ch[offKlen:])), int(le.Uint32(ch[offVlen:]))
-	if klen == 0 || hdrSize+klen+vlen > len(ch) {
+	if klen == 0 || hdrSize+klen+vlen+s.cfg.tail > len(ch) {
 		return false
 	}
 	r := record(ch[:hdrSize+klen+vlen])

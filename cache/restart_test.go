@@ -49,7 +49,11 @@ func fillForRestart(t *testing.T, c *Cache, clk *fakeClock, maxItem int) restart
 		case 2:
 			exp = 5 // expires before the restart
 		}
-		out, _ := c.Store(Set, []byte(key), val, uint32(i*7), exp, 0)
+		flags := uint64(i * 7)
+		if c.shards[0].cfg.tail != 0 {
+			flags |= uint64(i) << 40 // above 32 bits with --large-client-flags
+		}
+		out, _ := c.Store(Set, []byte(key), val, flags, exp, 0)
 		if out != Stored {
 			t.Fatalf("set %s (%d bytes): %v", key, len(val), out)
 		}
@@ -285,6 +289,11 @@ func TestRestartColdStarts(t *testing.T) {
 	}
 }
 
+func readFileString(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
+
 // savedPageOffset returns the file offset of the middle of the first page in the file that
 // holds items.
 func savedPageOffset(t *testing.T, c *Cache) int64 {
@@ -417,7 +426,7 @@ func FuzzRestartMeta(f *testing.F) {
 		f.Fatal(err)
 	}
 	for i := range 300 {
-		c.Store(Set, fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte{byte(i)}, i*37%5000), uint32(i), 0, 0)
+		c.Store(Set, fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte{byte(i)}, i*37%5000), uint64(i), 0, 0)
 	}
 	c.Delete([]byte("k7"))
 	if _, err := c.SaveRestart(); err != nil {

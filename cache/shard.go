@@ -66,6 +66,25 @@ type shardConfig struct {
 	windowPercent    int64       // the window's share of the shard
 	onEvict          func(*Item) // Config.OnEvict
 	disableEvictions bool
+	tail             int // flagsTail with Config.LargeClientFlags, else 0
+}
+
+// flags returns r's client flags: the header's 32 bits, and with Config.LargeClientFlags the
+// high 32 bits from the record's tail.
+func (s *shard) flags(r record) uint64 {
+	if s.cfg.tail == 0 {
+		return uint64(r.flags())
+	}
+	return uint64(r.flags()) | uint64(le.Uint32(r[len(r):len(r)+flagsTail]))<<32
+}
+
+// setFlags sets r's client flags: without Config.LargeClientFlags their low 32 bits only (the
+// protocol layer never passes more).
+func (s *shard) setFlags(r record, v uint64) {
+	r.setFlags(uint32(v))
+	if s.cfg.tail != 0 {
+		le.PutUint32(r[len(r):len(r)+flagsTail], uint32(v>>32))
+	}
 }
 
 func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) }
@@ -153,7 +172,7 @@ func (s *shard) dropLocked(h uint32) {
 			// One Item per shard, not one per eviction: a 96-byte Item per
 			// eviction was 25 MB of the ~140 MB the server allocated replaying
 			// ARC OLTP at -m 16 (docs/benchmarks-appendix.md, 12a).
-			s.evicted = Item{Key: r.key(), Value: r.value(), Flags: r.flags(), Exptime: int64(r.exptime()),
+			s.evicted = Item{Key: r.key(), Value: r.value(), Flags: s.flags(r), Exptime: int64(r.exptime()),
 				LastAccess: int64(r.atime()), Fetched: unfetched == 0, Now: s.now}
 			s.cfg.onEvict(&s.evicted)
 			s.evicted = Item{} // drop the slices into the chunk

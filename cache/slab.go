@@ -377,7 +377,7 @@ func (s *shard) freePageLocked(p int) bool {
 		case r == nil:
 		case rescue && s.slab[pg.class].free != 0:
 			j := s.popFreeLocked(pg.class)
-			copy(s.chunk(j), r)
+			copy(s.chunk(j), r[:len(r)+s.cfg.tail]) // with large client flags' tail
 			s.idx.replace(s.hash(r.key()), h, j)
 			s.addLive(int(j>>16), 1)
 			s.addLive(p, -1)

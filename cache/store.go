@@ -3,7 +3,7 @@ package cache
 // storeLocked implements MetaStore's storage command under s.mu. It returns the outcome, the new
 // cas id (visible form) and, when Stored and visible, the record written (valid under s.mu until
 // the next change).
-func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint32, exptime int64, cas uint64) (Outcome, uint64, record) {
+func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byte, flags uint64, exptime int64, cas uint64) (Outcome, uint64, record) {
 	size := int64(len(key)+len(value)) + ItemOverhead
 	if size > s.cfg.maxItem || len(key) > MaxKeyLen {
 		// memcached fails the allocation before reading the data: cmd_set is not counted.
@@ -30,7 +30,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 	}
 	exp := exptime32(exptime, s.now)
 	if mode == Append || mode == Prepend {
-		flags, exp = old.flags(), old.exptime()
+		flags, exp = s.flags(old), old.exptime()
 	}
 	var r record
 	if exp == 0 || int64(exp) > s.now {
@@ -39,7 +39,7 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 			s.st.StoreNoMemory++
 			return NoMemory, 0, nil
 		}
-		r.setFlags(flags)
+		s.setFlags(r, flags)
 		r.setExptime(exp)
 		r.setAtime(uint32(s.now))
 		r.setState(0)
@@ -61,16 +61,21 @@ func (s *shard) storeLocked(c *Cache, h uint64, mode StoreMode, key, value []byt
 
 // placeLocked writes key and the new value (see build) into old's chunk if the record still
 // fits it, else into a new chunk, which becomes key's (i and old are as findLocked returned
-// them). A Set frees old's chunk first; the other modes keep old's header fields and its place
-// in the window or the main space, and leave old in place when there is no room. It returns the
-// record, or false when there is no room.
+// them). A Set frees old's chunk first; the other modes keep old's header fields (its client
+// flags' tail included) and its place in the window or the main space, and leave old in place
+// when there is no room. It returns the record, or false when there is no room.
 func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key, value []byte) (record, bool) {
-	n := hdrSize + len(key) + len(value)
+	n := hdrSize + len(key) + len(value) + s.cfg.tail
 	if mode == Append || mode == Prepend {
 		n += len(old.value())
 	}
+	var flags uint64
+	if old != nil {
+		flags = s.flags(old) // before build moves the value over old's tail
+	}
 	if _, size := s.classFor(n); old != nil && size <= cap(old) && cap(old) <= size+size/4 {
 		r := build(old[:n:n], old, key, mode, value) // in place
+		s.setFlags(r, flags)
 		s.bytes += r.size() - old.size()
 		return r, true
 	}
@@ -96,6 +101,7 @@ func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key,
 	r[offState] = 0
 	if old != nil {
 		copy(r[:offVlen], old) // cas, exptime, atime and flags
+		s.setFlags(r, flags)
 		r[offState] = old[offState]
 		s.killLocked(i)
 	}

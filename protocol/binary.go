@@ -223,7 +223,7 @@ func (p *Parser) parseBinary(buf []byte, r *Request) int {
 	vlen := int(body) - ext - key // the rest of the body: a value, or unread
 	switch h.Cmd {
 	case OpSet, OpAdd, OpReplace:
-		r.Flags = binary.BigEndian.Uint32(extras)
+		r.Flags = uint64(binary.BigEndian.Uint32(extras)) // 32 bits: the extras' size
 		r.Exptime = int64(binary.BigEndian.Uint32(extras[4:]))
 		return p.binValue(buf, r, head, vlen, StatusTooLarge)
 	case OpAppend, OpPrepend:

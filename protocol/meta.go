@@ -304,7 +304,7 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 			m.OpaqueTooLong = len(t) > MaxOpaqueLen
 		case 'l', 'P', 'L', 'k', 's', 't', 'c', 'f', 'v', 'h', 'u', 'q', 'I', 'x':
 		case 'F':
-			v, ok := safeStrtoul(t[1:])
+			v, ok := p.parseFlags(t[1:])
 			if !ok {
 				hasError = true
 				break

@@ -260,7 +260,7 @@ func FuzzMetaParser(f *testing.F) {
 	}
 	f.Add([]byte(metaTranscript()), uint8(1))
 	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
-		p := NewParser(64)
+		p := fuzzParser(chunk)
 		var r Request
 		var whole []string
 		buf := in
@@ -288,7 +288,7 @@ func FuzzMetaParser(f *testing.F) {
 		}
 		size := int(chunk%16) + 1
 		var got []string
-		left, e := streamFunc(NewParser(64), in, func() int { return size }, func(r *Request) { got = append(got, describeMeta(r)) })
+		left, e := streamFunc(fuzzParser(chunk), in, func() int { return size }, func(r *Request) { got = append(got, describeMeta(r)) })
 		if e != "" {
 			t.Fatalf("input %q in chunks of %d: %s", in, size, e)
 		}

@@ -27,7 +27,7 @@ const DefaultMaxGetLine = 4 << 20
 // memcached's item accounting, for SetItemSizeMax.
 const (
 	itemHeaderSize = 48 // sizeof(item) on 64-bit builds
-	itemFlagsSize  = 4  // stored only when flags != 0
+	itemFlagsSize  = 4  // stored only when flags != 0 (8 with large client flags)
 	itemCASSize    = 8  // stored unless -C
 )
 
@@ -39,6 +39,7 @@ type Parser struct {
 	maxValue    int
 	itemSizeMax int // > 0: use memcached's item accounting instead of maxValue
 	itemCAS     bool
+	largeFlags  bool // client flags are 64 bits (SetLargeClientFlags)
 	maxGetLine  int
 
 	dialect Dialect
@@ -66,6 +67,26 @@ func NewParser(maxValue int) *Parser {
 func (p *Parser) SetItemSizeMax(itemSizeMax int, useCAS bool) {
 	p.itemSizeMax = itemSizeMax
 	p.itemCAS = useCAS
+}
+
+// SetLargeClientFlags makes client flags 64 bits wide, as in a memcached built
+// with configure's --enable-large-client-flags: a storage command's flags
+// and meta F accept up to 18446744073709551615 (a larger number is
+// "CLIENT_ERROR bad command line format"), and the item accounting of
+// SetItemSizeMax counts 8 bytes of flags. Without it flags are memcached's
+// default 32 bits: a larger number is truncated to its low 32 bits, as
+// memcached's strtoul-based parsing does ("4294967296" stores 0). The binary
+// protocol's extras hold 32 bits either way.
+func (p *Parser) SetLargeClientFlags(on bool) { p.largeFlags = on }
+
+// parseFlags reads a client flags token as memcached's safe_strtoflags: 64
+// bits with large client flags, else strtoul truncated to 32 bits.
+func (p *Parser) parseFlags(s []byte) (uint64, bool) {
+	if p.largeFlags {
+		return safeStrtoull(s)
+	}
+	v, ok := safeStrtoul(s)
+	return uint64(v), ok
 }
 
 // Dialect reports the connection's protocol, decided by its first byte

@@ -703,3 +703,58 @@ func TestRebase(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeClientFlags: client flags are memcached's 32 bits by default (a
+// larger number truncated, as memcached 1.6.18 and a default build of 1.6.45
+// store it) and 64 bits with SetLargeClientFlags (a larger number refused,
+// as a build with --enable-large-client-flags refuses it); binary extras
+// hold 32 bits either way. The item accounting counts 8 bytes of flags then.
+func TestLargeClientFlags(t *testing.T) {
+	cases := []struct {
+		name        string
+		in          string
+		small, wide string
+	}{
+		{"set 2^32", "set k 4294967296 0 1\r\nx\r\n", `set key="k" data="x"`, `set key="k" flags=4294967296 data="x"`},
+		{"set 2^32+5", "set k 4294967301 0 1\r\nx\r\n", `set key="k" flags=5 data="x"`, `set key="k" flags=4294967301 data="x"`},
+		{"set 2^64-1", "set k 18446744073709551615 0 1\r\nx\r\n", `set key="k" flags=4294967295 data="x"`, `set key="k" flags=18446744073709551615 data="x"`},
+		{"set 2^64", "set k 18446744073709551616 0 2\r\nxy\r\n", `error "CLIENT_ERROR bad command line format"|error "ERROR"`, `error "CLIENT_ERROR bad command line format"|error "ERROR"`},
+		{"set -1", "set k -1 0 2\r\nxy\r\n", `error "CLIENT_ERROR bad command line format"|error "ERROR"`, `error "CLIENT_ERROR bad command line format"|error "ERROR"`},
+		{"cas 2^40", "cas k 1099511627776 0 1 7\r\nx\r\n", `cas key="k" cas=7 data="x"`, `cas key="k" flags=1099511627776 cas=7 data="x"`},
+		{"ms F 2^63", "ms k 1 F9223372036854775808\r\nx\r\n", `ms key="k" data="x" flags=F`, `ms key="k" flags=9223372036854775808 data="x" flags=F`},
+		{"ms F 2^64", "ms k 1 F18446744073709551616\r\nx\r\n", `error "CLIENT_ERROR bad command line format"`, `error "CLIENT_ERROR bad command line format"`},
+		{"md x F 2^32", "md k x F4294967296\r\n", `md key="k" flags=xF`, `md key="k" flags=4294967296 flags=xF`},
+	}
+	for _, tc := range cases {
+		for _, wide := range []bool{false, true} {
+			p := NewParser(testMaxValue)
+			p.SetLargeClientFlags(wide)
+			got := strings.Join(parseAllMeta(p, []byte(tc.in)), "|")
+			want := tc.small
+			if wide {
+				want = tc.wide
+			}
+			if got != want {
+				t.Errorf("%s (large %v): %q\n got %s\nwant %s", tc.name, wide, tc.in, got, want)
+			}
+		}
+	}
+	// memcached -I 1m with key "kk" and flags != 0: 4 bytes of flags, or 8.
+	for _, tc := range []struct {
+		wide    bool
+		fits    int
+		tooLong int
+	}{{false, 1048511, 1048512}, {true, 1048507, 1048508}} {
+		for size, large := range map[int]bool{tc.fits: false, tc.tooLong: true} {
+			p := NewParser(testMaxValue)
+			p.SetItemSizeMax(1<<20, true)
+			p.SetLargeClientFlags(tc.wide)
+			in := fmt.Sprintf("set kk 1 0 %d\r\n", size)
+			var r Request
+			n := p.Next([]byte(in), &r)
+			if got := n == len(in) && r.Cmd == CmdError && r.Err.Kind == ErrTooLarge; got != large {
+				t.Errorf("large flags %v, %d bytes: too large %v, want %v", tc.wide, size, got, large)
+			}
+		}
+	}
+}

@@ -40,11 +40,11 @@ func AppendLine(dst []byte, s string) []byte {
 
 // AppendValueHeader appends "VALUE <key> <flags> <n>[ <cas>]\r\n", the line
 // before a value of n bytes in a get (withCAS false) or gets reply.
-func AppendValueHeader(dst, key []byte, flags uint32, n int, cas uint64, withCAS bool) []byte {
+func AppendValueHeader(dst, key []byte, flags uint64, n int, cas uint64, withCAS bool) []byte {
 	dst = append(dst, "VALUE "...)
 	dst = append(dst, key...)
 	dst = append(dst, ' ')
-	dst = strconv.AppendUint(dst, uint64(flags), 10)
+	dst = strconv.AppendUint(dst, flags, 10)
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, int64(n), 10)
 	if withCAS {
@@ -55,14 +55,14 @@ func AppendValueHeader(dst, key []byte, flags uint32, n int, cas uint64, withCAS
 }
 
 // AppendValue appends "VALUE <key> <flags> <len>\r\n<data>\r\n".
-func AppendValue(dst, key []byte, flags uint32, data []byte) []byte {
+func AppendValue(dst, key []byte, flags uint64, data []byte) []byte {
 	dst = AppendValueHeader(dst, key, flags, len(data), 0, false)
 	dst = append(dst, data...)
 	return append(dst, crlf...)
 }
 
 // AppendValueCAS appends "VALUE <key> <flags> <len> <cas>\r\n<data>\r\n".
-func AppendValueCAS(dst, key []byte, flags uint32, data []byte, cas uint64) []byte {
+func AppendValueCAS(dst, key []byte, flags uint64, data []byte, cas uint64) []byte {
 	dst = AppendValueHeader(dst, key, flags, len(data), cas, true)
 	dst = append(dst, data...)
 	return append(dst, crlf...)

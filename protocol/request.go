@@ -100,7 +100,7 @@ type Request struct {
 	// backing array is reused across Parse calls on the same Request.
 	Keys [][]byte
 
-	Flags   uint32
+	Flags   uint64 // client flags; above 32 bits only with Parser.SetLargeClientFlags
 	Exptime int64  // as memcached reads it (strtol truncated to 32 bits); the cache interprets memcached's rules
 	Delta   uint64 // incr/decr amount; the level for verbosity
 	CAS     uint64 // cas unique for the cas command

@@ -214,7 +214,7 @@ func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) 
 		return fail(r, errBadFormat, next)
 	}
 	r.Key = key
-	flags, ok1 := safeStrtoul(p.toks[2])
+	flags, ok1 := p.parseFlags(p.toks[2])
 	exptime, ok2 := safeStrtol(p.toks[3])
 	vlen, ok3 := safeStrtol(p.toks[4])
 	if !ok1 || !ok2 || !ok3 {
@@ -256,12 +256,15 @@ func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) 
 
 // tooLarge reports whether memcached's item_alloc would refuse the item as
 // too large (see SetItemSizeMax), or else whether the value exceeds maxValue.
-func (p *Parser) tooLarge(nkey int, flags uint32, size int) bool {
+func (p *Parser) tooLarge(nkey int, flags uint64, size int) bool {
 	if p.itemSizeMax <= 0 {
 		return size > p.maxValue
 	}
 	total := itemHeaderSize + nkey + 1 + size + 2
-	if flags != 0 {
+	switch {
+	case flags != 0 && p.largeFlags:
+		total += 2 * itemFlagsSize // memcached: sizeof(client_flags_t), 8 bytes
+	case flags != 0:
 		total += itemFlagsSize
 	}
 	if p.itemCAS {

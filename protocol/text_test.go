@@ -276,6 +276,14 @@ func TestTranscripts(t *testing.T) {
 // within buf, slices inside buf, progress whenever a complete request is
 // buffered, and the same requests whether the input arrives whole or in
 // chunks of the fuzzed size.
+// fuzzParser is the parser a fuzz input runs on: chunk's top bit turns large
+// client flags on.
+func fuzzParser(chunk uint8) *Parser {
+	p := NewParser(64)
+	p.SetLargeClientFlags(chunk&0x80 != 0)
+	return p
+}
+
 func FuzzTextParser(f *testing.F) {
 	for _, tc := range parseCases {
 		if len(tc.in) <= 4096 {
@@ -284,7 +292,7 @@ func FuzzTextParser(f *testing.F) {
 	}
 	f.Add([]byte(splitTranscript()), uint8(1))
 	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
-		p := NewParser(64)
+		p := fuzzParser(chunk)
 		var r Request
 		var whole []string
 		closed := false
@@ -321,7 +329,7 @@ func FuzzTextParser(f *testing.F) {
 			return // where an overlong line closes depends on chunking
 		}
 		size := int(chunk%16) + 1
-		got, left, err := stream(NewParser(64), in, func() int { return size })
+		got, left, err := stream(fuzzParser(chunk), in, func() int { return size })
 		if err != "" {
 			t.Fatalf("input %q in chunks of %d: %s", in, size, err)
 		}

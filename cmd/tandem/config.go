@@ -37,6 +37,7 @@ type Config struct {
 	DisableFlushAll  bool
 	DisableCAS       bool
 	DisableDumps     bool // -X
+	LargeClientFlags bool // --large-client-flags: 64-bit client flags
 	Protocol         string
 	ReqsPerEvent     int
 	IdleTimeout      time.Duration

@@ -29,6 +29,8 @@ var otherTools = map[string]string{
 	"pull":       "podman/docker build",
 	"from":       "COPY in a Containerfile",
 	"short":      "git rev-parse",
+
+	"enable-large-client-flags": "memcached's configure script",
 }
 
 // projectFlags returns the flags of the project's other commands: the

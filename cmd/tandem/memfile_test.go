@@ -243,6 +243,8 @@ func TestWarmRestartColdStarts(t *testing.T) {
 			[]string{"-m", "256"}, "-m (bytes) changed"},
 		{"item size changed", func(t *testing.T, s *server, _ string) { stopGracefully(t, s, syscall.SIGUSR1) },
 			[]string{"-I", "1m"}, "-I (item size limit) changed"},
+		{"large client flags turned on", func(t *testing.T, s *server, _ string) { stopGracefully(t, s, syscall.SIGUSR1) },
+			[]string{"--large-client-flags"}, "--large-client-flags changed"},
 		{"file truncated", func(t *testing.T, s *server, path string) {
 			stopGracefully(t, s, syscall.SIGUSR1)
 			if err := os.Truncate(path, 4096); err != nil {

@@ -343,6 +343,9 @@ var options = []option{
 			{"stat_key_prefix", func(_ *Config, l handler.Live) string { return string(l.PrefixDelimiter) }},
 			{"detail_enabled", func(_ *Config, l handler.Live) string { return yesNo(l.DetailEnabled) }},
 		}},
+	{name: "large-client-flags", group: gProto, def: false,
+		help:  "64-bit client flags in the text and meta protocols (memcached's build option --enable-large-client-flags; binary extras stay 32 bits): 4 more bytes per item; without it flags are 32 bits and a larger number is truncated, as memcached stores it",
+		field: func(c *Config) any { return &c.LargeClientFlags }},
 
 	// TLS.
 	{name: "enable-ssl", short: "Z", group: gTLS, def: false,

@@ -80,6 +80,7 @@ func serve(cfg *Config) int {
 		DisableCAS:       cfg.DisableCAS,
 		Clock:            clock,
 		MemoryFile:       cfg.MemoryFile,
+		LargeClientFlags: cfg.LargeClientFlags,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the cache")
@@ -153,7 +154,8 @@ func serve(cfg *Config) int {
 		OnShutdown:    func() { stop <- struct{}{} },
 		OnVerbosity:   func(level int) { setVerbosity(cfg, level) },
 
-		RefreshCerts: certs.refreshCommand(log), // nil without -Z
+		RefreshCerts:     certs.refreshCommand(log), // nil without -Z
+		LargeClientFlags: cfg.LargeClientFlags,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("cannot create the handler")

@@ -121,7 +121,7 @@ type binGetAppender struct{ r *protocol.Request }
 
 func (a binGetAppender) AppendItem(dst []byte, it cache.Item) []byte {
 	var flags [4]byte
-	binary.BigEndian.PutUint32(flags[:], it.Flags)
+	binary.BigEndian.PutUint32(flags[:], uint32(it.Flags)) // the extras' 32 bits, as memcached's binary get
 	var key, value []byte
 	switch a.r.Bin.Cmd {
 	case protocol.OpGetK, protocol.OpGATK:

@@ -262,7 +262,7 @@ func appendLine(out []byte, line string) []byte {
 
 // seenItem is what the watch command's item_get line tells of a hit.
 type seenItem struct {
-	flags  uint32
+	flags  uint64
 	nvalue int
 }
 

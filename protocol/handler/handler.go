@@ -36,6 +36,11 @@ type Config struct {
 	DisableFlushAll bool
 	// DisableCAS reports CAS uniques as 0 (memcached -C).
 	DisableCAS bool
+	// LargeClientFlags makes client flags 64 bits wide in the text and meta
+	// protocols (memcached built with --enable-large-client-flags; see
+	// protocol.Parser.SetLargeClientFlags). The cache must be built with
+	// cache.Config.LargeClientFlags too.
+	LargeClientFlags bool
 	// DisableDumps refuses "stats cachedump" and "lru_crawler metadump"
 	// (memcached -X).
 	DisableDumps bool
@@ -153,6 +158,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxItemSize <= 0 {
 		return nil, errors.New("handler: MaxItemSize must be positive")
+	}
+	if cfg.LargeClientFlags != cfg.Cache.LargeClientFlags() {
+		return nil, errors.New("handler: LargeClientFlags must match the cache's")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -188,5 +189,46 @@ func TestStatsFields(t *testing.T) {
 	}
 	if got, _ := run(s, "stats settings\r\n"); got != "STAT maxconns 10\r\nEND\r\n" {
 		t.Errorf("stats settings = %q", got)
+	}
+}
+
+// TestLargeClientFlags: with LargeClientFlags a session stores and returns
+// 64-bit client flags in get, gets, mg f and me's item size (8 bytes of
+// flags), and the binary protocol returns their low 32 bits (its extras);
+// without it a larger number is truncated to 32 bits, as memcached stores it.
+func TestLargeClientFlags(t *testing.T) {
+	const script = "set k 18446744073709551615 0 1\r\nx\r\nget k\r\nms m 2 F4294967296\r\nab\r\nmg m f v\r\n" +
+		"set n 99999999999999999999 0 2\r\nxy\r\nappend k 7 0 1\r\ny\r\nmg k f s\r\nmd m x F8589934592\r\nmg m f s\r\nme k\r\n"
+	for _, tc := range []struct {
+		large bool
+		want  string
+	}{
+		{false, "STORED\r\nVALUE k 4294967295 1\r\nx\r\nEND\r\nHD\r\nVA 2 f0\r\nab\r\n" +
+			"CLIENT_ERROR bad command line format\r\nERROR\r\nSTORED\r\nHD f4294967295 s2\r\nHD\r\nHD f0 s0\r\n" +
+			"ME k exp=-1 la=0 cas=3 fetch=yes cls=1 size=66\r\n"},
+		{true, "STORED\r\nVALUE k 18446744073709551615 1\r\nx\r\nEND\r\nHD\r\nVA 2 f4294967296\r\nab\r\n" +
+			"CLIENT_ERROR bad command line format\r\nERROR\r\nSTORED\r\nHD f18446744073709551615 s2\r\nHD\r\nHD f8589934592 s0\r\n" +
+			"ME k exp=-1 la=0 cas=3 fetch=yes cls=1 size=70\r\n"},
+	} {
+		h, _ := newTestHandler(t, func(cfg *Config) {
+			c, err := cache.New(cache.Config{MaxBytes: 64 << 20, MaxItemSize: 1 << 20, Shards: 4, LargeClientFlags: tc.large})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Cache, cfg.LargeClientFlags = c, tc.large
+		})
+		if got, _ := run(h.NewSession(""), script); got != tc.want {
+			t.Errorf("large %v:\n got %q\nwant %q", tc.large, got, tc.want)
+		}
+		// The binary protocol's get carries 32 bits of flags.
+		got, _ := run(h.NewSession(""), bin(protocol.OpGet, "k", "", "", 1, 0))
+		if len(got) < 28 || binary.BigEndian.Uint32([]byte(got[24:28])) != 0xffffffff {
+			t.Errorf("large %v: binary get %q, want flags 0xffffffff in the extras", tc.large, got)
+		}
+	}
+	// A handler must agree with its cache.
+	c, _ := cache.New(cache.Config{MaxBytes: 64 << 20})
+	if _, err := New(Config{Cache: c, MaxItemSize: 1 << 20, LargeClientFlags: true}); err == nil {
+		t.Error("a large-flags handler over a 32-bit cache was accepted")
 	}
 }

@@ -426,20 +426,24 @@ func (a meAppender) AppendItem(dst []byte, it cache.Item) []byte {
 	} else {
 		dst = append(dst, " fetch=no"...)
 	}
-	size := itemTotal(len(it.Key), it.Flags, len(it.Value), !a.h.cfg.DisableCAS)
+	size := a.h.itemTotal(len(it.Key), it.Flags, len(it.Value))
 	dst = strconv.AppendInt(append(dst, " cls="...), int64(slabClass(size)), 10)
 	dst = strconv.AppendInt(append(dst, " size="...), int64(size), 10)
 	return append(dst, "\r\n"...)
 }
 
 // itemTotal is memcached's ITEM_ntotal for an item: header, key and NUL,
-// client flags when not 0, value and "\r\n", CAS unless disabled.
-func itemTotal(nkey int, flags uint32, nvalue int, withCAS bool) int {
+// client flags when not 0 (4 bytes, 8 with large client flags), value and
+// "\r\n", CAS unless disabled.
+func (h *Handler) itemTotal(nkey int, flags uint64, nvalue int) int {
 	n := 48 + nkey + 1 + nvalue + 2
-	if flags != 0 {
+	switch {
+	case flags != 0 && h.cfg.LargeClientFlags:
+		n += 8
+	case flags != 0:
 		n += 4
 	}
-	if withCAS {
+	if !h.cfg.DisableCAS {
 		n += 8
 	}
 	return n

@@ -40,6 +40,7 @@ func (h *Handler) NewSession(peer string) *Session {
 	// memcached's exact too-large rule: the item header and key count
 	// against -I, so the value limit is a little below it.
 	p.SetItemSizeMax(h.cfg.MaxItemSize, !h.cfg.DisableCAS)
+	p.SetLargeClientFlags(h.cfg.LargeClientFlags)
 	p.SetDialect(h.cfg.Dialect)
 	if h.cfg.Auth != nil {
 		p.RequireAuth(h.cfg.Auth.Check)

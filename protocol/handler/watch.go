@@ -326,7 +326,7 @@ func (s *Session) appendConnEvent(dst []byte, typ string) []byte {
 // watchGet reports one key lookup: found with the item's flags and value
 // length, or not found. known is false where the cache reports only the
 // outcome (delete, touch, incr/decr): clsid and size are then 0.
-func (h *Handler) watchGet(cfd int, key []byte, found, known bool, flags uint32, nvalue int) {
+func (h *Handler) watchGet(cfd int, key []byte, found, known bool, flags uint64, nvalue int) {
 	var buf [512]byte
 	b := append(buf[:0], "type=item_get key="...)
 	b = protocol.AppendURIEncoded(b, key)
@@ -334,7 +334,7 @@ func (h *Handler) watchGet(cfd int, key []byte, found, known bool, flags uint32,
 	if found {
 		b = append(b, " status=found"...)
 		if known {
-			clsid, size = slabClass(itemTotal(len(key), flags, nvalue, !h.cfg.DisableCAS)), nvalue
+			clsid, size = slabClass(h.itemTotal(len(key), flags, nvalue)), nvalue
 		}
 	} else {
 		b = append(b, " status=not_found"...)
@@ -368,7 +368,7 @@ func (h *Handler) WatchEviction(it *cache.Item) {
 	}
 	b = strconv.AppendInt(append(b, " ttl="...), ttl, 10)
 	b = strconv.AppendInt(append(b, " la="...), it.Now-it.LastAccess, 10)
-	b = strconv.AppendInt(append(b, " clsid="...), int64(slabClass(itemTotal(len(it.Key), it.Flags, len(it.Value), !h.cfg.DisableCAS))), 10)
+	b = strconv.AppendInt(append(b, " clsid="...), int64(slabClass(h.itemTotal(len(it.Key), it.Flags, len(it.Value)))), 10)
 	b = strconv.AppendInt(append(b, " size="...), int64(len(it.Value)), 10)
 	h.watch.emit(watchEvictions, append(b, '\n'))
 }
@@ -384,14 +384,14 @@ var storeModeNames = [...]string{
 // the command, the TTL in seconds (0 for none), memcached's class and the
 // value length (for append and prepend, the appended bytes: the cache does
 // not report the combined length).
-func (h *Handler) watchStore(cfd int, cmd string, key []byte, status string, exptime int64, flags uint32, nvalue int) {
+func (h *Handler) watchStore(cfd int, cmd string, key []byte, status string, exptime int64, flags uint64, nvalue int) {
 	var buf [512]byte
 	b := append(buf[:0], "type=item_store key="...)
 	b = protocol.AppendURIEncoded(b, key)
 	b = append(append(b, " status="...), status...)
 	b = append(append(b, " cmd="...), cmp.Or(cmd, "set")...)
 	b = strconv.AppendUint(append(b, " ttl="...), uint64(watchTTL(exptime, h.cfg.Now().Unix())), 10)
-	b = strconv.AppendInt(append(b, " clsid="...), int64(slabClass(itemTotal(len(key), flags, nvalue, !h.cfg.DisableCAS))), 10)
+	b = strconv.AppendInt(append(b, " clsid="...), int64(slabClass(h.itemTotal(len(key), flags, nvalue))), 10)
 	b = strconv.AppendInt(append(b, " cfd="...), int64(cfd), 10)
 	b = strconv.AppendInt(append(b, " size="...), int64(nvalue), 10)
 	h.watch.emit(watchMutations, append(b, '\n'))
