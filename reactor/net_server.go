@@ -27,18 +27,10 @@ type netServer struct {
 	lns      []net.Listener // set before ready is closed
 	stopping atomic.Bool
 
-	tlsLns     map[net.Listener]*tls.Config // the TLS listeners (tls.go); set before ready is closed
-	otherConns func() int64                 // connections of a gnet front end beside this one (tls.go); nil alone
+	tlsLns map[net.Listener]*tls.Config // the TLS listeners (tls.go); set before ready is closed
 
-	curr       atomic.Int64
-	total      atomic.Uint64
-	rejected   atomic.Uint64
-	overflow   atomic.Uint64
-	idleClosed atomic.Uint64
-	panics     atomic.Uint64
-	yields     atomic.Uint64
-	readBufOOM atomic.Uint64
-	bufBytes   atomic.Int64 // bytes of input buffers grown beyond netReadSize, counted against BufferLimit
+	counters
+	bufBytes atomic.Int64 // bytes of input buffers grown beyond netReadSize, counted against BufferLimit
 
 	mu        sync.Mutex
 	conns     map[net.Conn]*netConnState // guarded by mu
@@ -61,19 +53,7 @@ func (s *netServer) Addrs() []net.Addr {
 	return addrs
 }
 
-func (s *netServer) Stats() Stats {
-	return Stats{
-		CurrConns:      s.curr.Load(),
-		TotalConns:     s.total.Load(),
-		RejectedConns:  s.rejected.Load(),
-		ClosedOverflow: s.overflow.Load(),
-		ClosedIdle:     s.idleClosed.Load(),
-		Panics:         s.panics.Load(),
-		Yields:         s.yields.Load(),
-		ReadBufOOM:     s.readBufOOM.Load(),
-		BufferBytes:    s.bufBytes.Load(),
-	}
-}
+func (s *netServer) Stats() Stats { return s.stats(s.bufBytes.Load()) }
 
 // Serve accepts connections on every listener until Shutdown.
 func (s *netServer) Serve() error {
@@ -176,14 +156,7 @@ func (s *netServer) accept(ln net.Listener) error {
 			return fmt.Errorf("reactor: accept: %w", err)
 		}
 		backoff = 0
-		s.total.Add(1)
-		n := s.curr.Add(1)
-		if s.otherConns != nil {
-			n += s.otherConns()
-		}
-		if n > int64(s.cfg.MaxConns) {
-			s.curr.Add(-1)
-			s.rejected.Add(1)
+		if !s.admit(s.cfg.MaxConns) {
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = c.Write(tooManyConns)
 			_ = c.Close()
