@@ -106,7 +106,8 @@ const closeLinger = 10 * time.Second
 func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, gc.resumeFromWriter)
+	pl := s.loopOf(c.EventLoop())
+	w := newConnWriter(gc.fd, &gc.mu, &s.limits, &pl.out, s.pool, gc.resumeFromWriter)
 	gc.w = w
 	if s.pool {
 		w.moreLocked = gc.moreLocked
@@ -115,7 +116,7 @@ func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc.attachPush()
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
 	if !s.pool {
-		gc.turns = s.turnsOf(c.EventLoop())
+		gc.turns = &pl.turns
 	}
 	if s.pool {
 		gc.pending = &batch{}

@@ -44,8 +44,7 @@ type gnetServer struct {
 	parked parkedQueue // pool mode
 
 	loopsMu sync.Mutex
-	turns   map[gnet.EventLoop]*loopTurns // guarded by loopsMu (inline mode)
-	outs    map[gnet.EventLoop]*loopOut   // guarded by loopsMu
+	loops   map[gnet.EventLoop]*perLoop // guarded by loopsMu
 
 	connMu sync.Mutex
 	// conns holds the connections not yet finished (see gconn.finish):
