@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -88,19 +89,27 @@ func (s *netServer) Serve() error {
 	return first
 }
 
-// listen opens the TCP listeners and the unix socket.
+// listen opens the TCP listeners, TLS ones first (so that Addrs lists
+// them first in every mode), and the unix socket.
 func (s *netServer) listen() error {
-	if err := s.listenTLS(); err != nil {
-		return err
-	}
+	tcp := slices.Clone(s.cfg.TLSAddrs)
 	for _, a := range s.cfg.Addrs {
-		ln, err := net.Listen("tcp", a)
+		tcp = append(tcp, TLSListen{Addr: a})
+	}
+	for _, l := range tcp {
+		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
 		}
 		s.lns = append(s.lns, ln)
 		if s.cfg.Backlog > 0 {
 			setBacklog(ln, s.cfg.Backlog, s.log)
+		}
+		if l.Config != nil {
+			if s.tlsLns == nil {
+				s.tlsLns = make(map[net.Listener]*tls.Config)
+			}
+			s.tlsLns[ln] = l.Config
 		}
 	}
 	if p := s.cfg.UnixSocket; p != "" {
