@@ -12,13 +12,10 @@
 //   - goroutine: plain net, one goroutine per connection, buffered, flushing
 //     when the input is drained.
 //
-// One writer at a time per connection: while gnet holds a connection, only
-// its event loop writes to it (a waker goroutine waits for a full socket
-// but writes nothing); after gnet let go of it with replies owed, exactly
-// one drainer goroutine writes them, on a duplicate descriptor taken on the
-// loop before gnet closed its own (writer.go),
-// so that requests read before a client's close still run and are answered;
-// reads pause while a connection is not keeping up (readpause.go).
+// One writer at a time per connection: its event loop while gnet holds it,
+// then one drainer goroutine for the replies still owed (writer.go), so that
+// requests read before a client's close still run and are answered; reads
+// pause while a connection is not keeping up (readpause.go).
 //
 // The package owns sockets, framing buffers, connection limits and
 // backpressure. It does not know the cache or the worker pool: it consumes a

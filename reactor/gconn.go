@@ -19,10 +19,8 @@ import (
 // are executed by one goroutine at a time, "the executor": in inline mode
 // the loop; in pool mode the task that took it (state stRunning); after
 // the loop let go of the connection (gnet closed it, or shutdown drained it)
-// whoever runs the leftovers (see detach). Replies go out through w:
-// written by the loop while gnet has the connection open, and through a
-// descriptor of w's own after gnet let go of it, so requests read before a
-// close still run and, when the peer still reads, are answered.
+// whoever runs the leftovers (see detach). Replies go out through w
+// (writer.go).
 //
 // One mutex per connection: mu guards the execution state below and, as
 // w.mu, the writer's queue and flags. No path holds it across a call from
@@ -108,7 +106,8 @@ const closeLinger = 10 * time.Second
 func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc := &gconn{s: s, c: c, fd: c.Fd(), sess: s.cfg.NewSession(c.RemoteAddr()), lat: newLatencySampler(c.Fd()),
 		remote: cloneAddr(c.RemoteAddr()), local: s.listenerOf(c.LocalAddr())}
-	w := newConnWriter(gc.fd, &gc.mu, &s.limits, s.outOf(c.EventLoop()), s.pool, gc.resumeFromWriter)
+	pl := s.loopOf(c.EventLoop())
+	w := newConnWriter(gc.fd, &gc.mu, &s.limits, &pl.out, s.pool, gc.resumeFromWriter)
 	gc.w = w
 	if s.pool {
 		w.moreLocked = gc.moreLocked
@@ -117,7 +116,7 @@ func newGconn(s *gnetServer, c gnet.Conn) *gconn {
 	gc.attachPush()
 	gc.ep = s.epolls.of(c.EventLoop(), gc.fd)
 	if !s.pool {
-		gc.turns = s.turnsOf(c.EventLoop())
+		gc.turns = &pl.turns
 	}
 	if s.pool {
 		gc.pending = &batch{}
@@ -311,16 +310,12 @@ func (gc *gconn) frame() gnet.Action {
 		// processor now (it is next on it), so the reply does not wait
 		// for the loop to finish its turn. With one processor (a server
 		// pinned to one core) this takes a third off the round trip.
-		// With replies through the loop, the worker's reply is then
-		// usually listed before the loop goes on: the loop writes it
-		// here, without a ring of its doorbell (loopOut.enter).
-		if lo := gc.w.out; gc.w.viaLoop {
-			lo.enter()
-			runtime.Gosched()
-			lo.leave()
-		} else {
-			runtime.Gosched()
-		}
+		// The worker's reply is then usually listed before the loop
+		// goes on: the loop writes it here, without a ring of its
+		// doorbell (loopOut.enter).
+		gc.w.out.enter()
+		runtime.Gosched()
+		gc.w.out.leave()
 	}
 	// Framing stopped at the batch's limit: what is left stays in gnet's
 	// buffer, and reads pause only once that holds the high-water mark too

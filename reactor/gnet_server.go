@@ -34,19 +34,9 @@ type gnetServer struct {
 	addrs    []net.Addr  // set in OnBoot, before ready is closed
 	umask    func()      // restores the umask set for the unix socket; nil without one
 	stopping atomic.Bool
-	// otherConns counts the connections of a TLS front end beside this one (tls.go); nil alone.
-	otherConns func() int64
-	served     atomic.Bool // Serve returned
+	served   atomic.Bool // Serve returned
 
-	curr       atomic.Int64
-	total      atomic.Uint64
-	rejected   atomic.Uint64
-	overflow   atomic.Uint64
-	idleClosed atomic.Uint64
-	panics     atomic.Uint64
-	yields     atomic.Uint64
-	readPauses atomic.Uint64
-	readBufOOM atomic.Uint64
+	counters
 	unfinished atomic.Int64 // connections opened and not yet finished (see gconn.finish)
 
 	limits bufLimits
@@ -54,8 +44,7 @@ type gnetServer struct {
 	parked parkedQueue // pool mode
 
 	loopsMu sync.Mutex
-	turns   map[gnet.EventLoop]*loopTurns // guarded by loopsMu (inline mode)
-	outs    map[gnet.EventLoop]*loopOut   // guarded by loopsMu
+	loops   map[gnet.EventLoop]*perLoop // guarded by loopsMu
 
 	connMu sync.Mutex
 	// conns holds the connections not yet finished (see gconn.finish):
@@ -82,18 +71,7 @@ func (s *gnetServer) Addr() net.Addr         { return s.addrs[0] }
 func (s *gnetServer) Addrs() []net.Addr      { return s.addrs }
 
 func (s *gnetServer) Stats() Stats {
-	st := Stats{
-		CurrConns:      s.curr.Load(),
-		TotalConns:     s.total.Load(),
-		RejectedConns:  s.rejected.Load(),
-		ClosedOverflow: s.overflow.Load(),
-		ClosedIdle:     s.idleClosed.Load(),
-		Panics:         s.panics.Load(),
-		Yields:         s.yields.Load(),
-		ReadPauses:     s.readPauses.Load(),
-		ReadBufOOM:     s.readBufOOM.Load(),
-		BufferBytes:    s.limits.used.Load(),
-	}
+	st := s.stats(s.limits.used.Load())
 	if s.pool {
 		st.Parked, st.Running = s.parked.load()
 	}
@@ -207,14 +185,7 @@ func (s *gnetServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if s.stopping.Load() {
 		return nil, gnet.Close
 	}
-	s.total.Add(1)
-	n := s.curr.Add(1)
-	if s.otherConns != nil {
-		n += s.otherConns()
-	}
-	if n > int64(s.cfg.MaxConns) {
-		s.curr.Add(-1)
-		s.rejected.Add(1)
+	if !s.admit(s.cfg.MaxConns) {
 		return tooManyConns, gnet.Close
 	}
 	gc := newGconn(s, c)

@@ -89,24 +89,31 @@ type executor interface {
 	Execute(ctx context.Context, runnable gnet.Runnable) error
 }
 
-// outOf returns the writer list of loop, starting to enroll its doorbell
-// when it is new and the loop writes pool mode's replies (elsewhere the list
+// perLoop is what the server keeps per event loop: its writer list and
+// (inline mode) its turns (yield.go).
+type perLoop struct {
+	out   loopOut
+	turns loopTurns
+}
+
+// loopOf returns loop's state, starting to enroll its doorbell when it is
+// new and the loop writes pool mode's replies (elsewhere the writer list
 // carries only pushed lines, rare enough for Execute).
-func (s *gnetServer) outOf(loop gnet.EventLoop) *loopOut {
+func (s *gnetServer) loopOf(loop gnet.EventLoop) *perLoop {
 	s.loopsMu.Lock()
 	defer s.loopsMu.Unlock()
-	lo := s.outs[loop]
-	if lo == nil {
-		lo = &loopOut{loop: loop}
-		if s.outs == nil {
-			s.outs = make(map[gnet.EventLoop]*loopOut)
+	pl := s.loops[loop]
+	if pl == nil {
+		pl = &perLoop{out: loopOut{loop: loop}}
+		if s.loops == nil {
+			s.loops = make(map[gnet.EventLoop]*perLoop)
 		}
-		s.outs[loop] = lo
+		s.loops[loop] = pl
 		if s.pool {
-			go s.enrollBell(loop, lo) // replies go through the loop
+			go s.enrollBell(loop, &pl.out) // replies go through the loop
 		}
 	}
-	return lo
+	return pl
 }
 
 // enrollBell gives loop its doorbell: a socket pair, one end enrolled in

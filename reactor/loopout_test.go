@@ -49,8 +49,8 @@ func TestLoopDoorbell(t *testing.T) {
 		s.loopsMu.Lock()
 		defer s.loopsMu.Unlock()
 		var los []*loopOut
-		for _, lo := range s.outs {
-			los = append(los, lo)
+		for _, pl := range s.loops {
+			los = append(los, &pl.out)
 		}
 		return los
 	}

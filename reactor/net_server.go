@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,18 +28,10 @@ type netServer struct {
 	lns      []net.Listener // set before ready is closed
 	stopping atomic.Bool
 
-	tlsLns     map[net.Listener]*tls.Config // the TLS listeners (tls.go); set before ready is closed
-	otherConns func() int64                 // connections of a gnet front end beside this one (tls.go); nil alone
+	tlsLns map[net.Listener]*tls.Config // the TLS listeners (tls.go); set before ready is closed
 
-	curr       atomic.Int64
-	total      atomic.Uint64
-	rejected   atomic.Uint64
-	overflow   atomic.Uint64
-	idleClosed atomic.Uint64
-	panics     atomic.Uint64
-	yields     atomic.Uint64
-	readBufOOM atomic.Uint64
-	bufBytes   atomic.Int64 // bytes of input buffers grown beyond netReadSize, counted against BufferLimit
+	counters
+	bufBytes atomic.Int64 // bytes of input buffers grown beyond netReadSize, counted against BufferLimit
 
 	mu        sync.Mutex
 	conns     map[net.Conn]*netConnState // guarded by mu
@@ -61,19 +54,7 @@ func (s *netServer) Addrs() []net.Addr {
 	return addrs
 }
 
-func (s *netServer) Stats() Stats {
-	return Stats{
-		CurrConns:      s.curr.Load(),
-		TotalConns:     s.total.Load(),
-		RejectedConns:  s.rejected.Load(),
-		ClosedOverflow: s.overflow.Load(),
-		ClosedIdle:     s.idleClosed.Load(),
-		Panics:         s.panics.Load(),
-		Yields:         s.yields.Load(),
-		ReadBufOOM:     s.readBufOOM.Load(),
-		BufferBytes:    s.bufBytes.Load(),
-	}
-}
+func (s *netServer) Stats() Stats { return s.stats(s.bufBytes.Load()) }
 
 // Serve accepts connections on every listener until Shutdown.
 func (s *netServer) Serve() error {
@@ -108,19 +89,27 @@ func (s *netServer) Serve() error {
 	return first
 }
 
-// listen opens the TCP listeners and the unix socket.
+// listen opens the TCP listeners, TLS ones first (so that Addrs lists
+// them first in every mode), and the unix socket.
 func (s *netServer) listen() error {
-	if err := s.listenTLS(); err != nil {
-		return err
-	}
+	tcp := slices.Clone(s.cfg.TLSAddrs)
 	for _, a := range s.cfg.Addrs {
-		ln, err := net.Listen("tcp", a)
+		tcp = append(tcp, TLSListen{Addr: a})
+	}
+	for _, l := range tcp {
+		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
 			return fmt.Errorf("reactor: %w", err)
 		}
 		s.lns = append(s.lns, ln)
 		if s.cfg.Backlog > 0 {
 			setBacklog(ln, s.cfg.Backlog, s.log)
+		}
+		if l.Config != nil {
+			if s.tlsLns == nil {
+				s.tlsLns = make(map[net.Listener]*tls.Config)
+			}
+			s.tlsLns[ln] = l.Config
 		}
 	}
 	if p := s.cfg.UnixSocket; p != "" {
@@ -176,14 +165,7 @@ func (s *netServer) accept(ln net.Listener) error {
 			return fmt.Errorf("reactor: accept: %w", err)
 		}
 		backoff = 0
-		s.total.Add(1)
-		n := s.curr.Add(1)
-		if s.otherConns != nil {
-			n += s.otherConns()
-		}
-		if n > int64(s.cfg.MaxConns) {
-			s.curr.Add(-1)
-			s.rejected.Add(1)
+		if !s.admit(s.cfg.MaxConns) {
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = c.Write(tooManyConns)
 			_ = c.Close()

@@ -272,6 +272,53 @@ type Stats struct {
 	BufferBytes int64
 }
 
+// counters are a front end's connection counters, read by Stats.
+type counters struct {
+	curr       atomic.Int64
+	total      atomic.Uint64
+	rejected   atomic.Uint64
+	overflow   atomic.Uint64
+	idleClosed atomic.Uint64
+	panics     atomic.Uint64
+	yields     atomic.Uint64
+	readPauses atomic.Uint64
+	readBufOOM atomic.Uint64
+	// otherConns counts the connections of the front end beside this one
+	// (tls.go); nil alone.
+	otherConns func() int64
+}
+
+// admit counts a new connection and reports whether it is within
+// maxConns (both front ends' together); a rejected one is not counted open.
+func (c *counters) admit(maxConns int) bool {
+	c.total.Add(1)
+	n := c.curr.Add(1)
+	if c.otherConns != nil {
+		n += c.otherConns()
+	}
+	if n > int64(maxConns) {
+		c.curr.Add(-1)
+		c.rejected.Add(1)
+		return false
+	}
+	return true
+}
+
+func (c *counters) stats(bufferBytes int64) Stats {
+	return Stats{
+		CurrConns:      c.curr.Load(),
+		TotalConns:     c.total.Load(),
+		RejectedConns:  c.rejected.Load(),
+		ClosedOverflow: c.overflow.Load(),
+		ClosedIdle:     c.idleClosed.Load(),
+		Panics:         c.panics.Load(),
+		Yields:         c.yields.Load(),
+		ReadPauses:     c.readPauses.Load(),
+		ReadBufOOM:     c.readBufOOM.Load(),
+		BufferBytes:    bufferBytes,
+	}
+}
+
 // Server is a running front end.
 type Server interface {
 	// Serve listens and serves until Shutdown; it returns ErrServerClosed

@@ -77,26 +77,6 @@ func (c *Config) validateTLS() error {
 	return nil
 }
 
-// listenTLS opens the TLS listeners; they come first in s.lns, so that
-// Addrs lists them first in every mode.
-func (s *netServer) listenTLS() error {
-	for _, l := range s.cfg.TLSAddrs {
-		ln, err := net.Listen("tcp", l.Addr)
-		if err != nil {
-			return fmt.Errorf("reactor: %w", err)
-		}
-		s.lns = append(s.lns, ln)
-		if s.cfg.Backlog > 0 {
-			setBacklog(ln, s.cfg.Backlog, s.log)
-		}
-		if s.tlsLns == nil {
-			s.tlsLns = make(map[net.Listener]*tls.Config)
-		}
-		s.tlsLns[ln] = l.Config
-	}
-	return nil
-}
-
 // wrapTLS returns c as a server-side TLS connection when ln is a TLS
 // listener, else c itself. The handshake has not started: serveConn runs it
 // (handshake) on the connection's own goroutine, never on the accept loop.

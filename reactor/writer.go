@@ -9,30 +9,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// connWriter sends one connection's replies, in request order (gnet modes).
+// connWriter sends one connection's replies, in request order (gnet modes),
+// under the writer rule: one writer at a time per connection, and while gnet
+// holds the connection that writer is its event loop (writerState in
+// connstate.go has the states and their transitions):
 //
-// The writer rule: one writer at a time per connection, and while gnet holds
-// the connection that writer is its event loop (writerState in connstate.go
-// says who it is):
-//
-//   - attached, inline mode: the executor is the loop, which writes at once
-//     on gnet's descriptor.
-//   - attached, pool mode, and pushed lines in both modes: write queues the
-//     replies and lists the writer on the loop's loopOut; the loop's next
-//     run writes every listed connection's queue (loopout.go). Workers make
-//     no socket calls.
-//   - attached, when the socket refuses bytes: the loop starts a waker, a
-//     goroutine parked in Go's network poller on a duplicate of the
-//     descriptor (taken on the loop, kept for the connection's life: a peer
-//     slow once is likely slow again). It writes nothing: once the socket
-//     takes bytes it lists the writer on the loop again and ends.
-//   - after gnet let go of the connection (the peer closed or half-closed
-//     it, or shutdown drained it; see leave): exactly one goroutine, the
-//     drainer, writes what is owed, on the duplicate taken on the loop
-//     before gnet closed its descriptor (a waker then waiting becomes the
-//     drainer). So requests read before a close still run and, when the
-//     peer still reads, are answered, and no write lands on a descriptor
-//     number that gnet has closed and reused.
+//   - inline mode's loop, the executor, writes at once on gnet's
+//     descriptor; pool mode's replies and pushed lines are queued, and the
+//     writer listed on the loop's loopOut, whose next run writes them
+//     (loopout.go). Workers make no socket calls.
+//   - a socket that refuses bytes gets a waker, parked in Go's network
+//     poller on a duplicate of the descriptor (taken on the loop, kept for
+//     the connection's life: a peer slow once is likely slow again); it
+//     writes nothing, and lists the writer again once the socket takes bytes.
+//   - after gnet let go of the connection (see leave), the drainer, alone,
+//     writes what is owed on that duplicate, taken before gnet closed its
+//     descriptor: requests read before a close are still answered, and no
+//     write lands on a descriptor number gnet has closed and reused.
 //
 // Not gnet's own write path (Conn.Write, AsyncWritev): it has no callback
 // when its output buffer drains, which the executor's resume needs; what

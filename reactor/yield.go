@@ -40,21 +40,6 @@ type loopTurns struct {
 	deferred []gnet.Conn // guarded by mu
 }
 
-// turnsOf returns the turn state of loop.
-func (s *gnetServer) turnsOf(loop gnet.EventLoop) *loopTurns {
-	s.loopsMu.Lock()
-	defer s.loopsMu.Unlock()
-	lt := s.turns[loop]
-	if lt == nil {
-		lt = &loopTurns{}
-		if s.turns == nil {
-			s.turns = make(map[gnet.EventLoop]*loopTurns)
-		}
-		s.turns[loop] = lt
-	}
-	return lt
-}
-
 // traffic runs on the loop at the start of OnTraffic. gnet reads sockets
 // before it runs wake-ups in each pass: a read after a wake-up turn means
 // the loop polled its sockets again, which starts a new count of turns.
