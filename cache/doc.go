@@ -44,8 +44,10 @@
 // finds an expired or flushed record (findLocked); an immediate flush_all (flush.go); Maintain's
 // sweep and a store's purge with evictions disabled (dropLocked); the policy: the window's tail
 // turned down by the size filter or by go-tinylfu, itself or its victim (evictLocked, onEvict);
-// and the page hand evicting a page (freePageLocked). Restore starts from the saved records and
-// drops expired ones before they are linked.
+// the page hand evicting a page (freePageLocked); and a warm restart, which links the saved
+// records and kills the expired and flushed ones (restoreRecordLocked). linkLocked and killLocked
+// count what they link and kill, and the tests check after each exit that the live records are
+// exactly the difference (checkInvariants, TestEveryExitKills).
 //
 // Which mechanism makes room, in the order makeRoomLocked tries them: an empty page; a page
 // whose records all move elsewhere (nothing is evicted); the policy, one item at a time (the
