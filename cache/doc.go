@@ -9,7 +9,7 @@
 //
 // # Concepts
 //
-// What a maintainer needs to hold in mind, and what each owns (13; the files in brackets):
+// What a maintainer needs to hold in mind, and what each owns (12; the files in brackets):
 //
 //  1. Cache: the shards, the cas counter, the flush state and the memory limit (cache.go, flush.go).
 //  2. shard: one lock and everything below for the keys whose hash it owns, and its byte budget
@@ -24,16 +24,16 @@
 //  6. index: key hash to chunk handle, with a real remove (index.go).
 //  7. window: a CLOCK queue of new records in front of the main space (policy.go).
 //  8. main space: go-tinylfu, admission and eviction by frequency, with a retry for its
-//     doorkeeper (policy.go; TestTinyLFUDoorkeeper pins the behaviour the retry works around).
+//     doorkeeper (TestTinyLFUDoorkeeper pins the behaviour the retry works around); as
+//     go-tinylfu cannot resize, it is rebuilt at the capacity that fills its share of the budget,
+//     making its room first (policy.go: resizeMainLocked).
 //  9. size filter: records larger than the mean reach the main space only by chance, small new
 //     ones get a second lap in the window (worthOfferLocked, storedLocked).
 //  10. page hand: releases empty pages, moves a page's records into free chunks elsewhere, and
 //     as a last resort evicts a page with its items (makeRoomLocked, freePageLocked).
-//  11. main-space sizing: rebuilds go-tinylfu at the capacity that fills its share of the
-//     budget, making its room first (maintainLocked).
-//  12. expiry and sweep: whole-second expiry and flush_all checked on access, and a bounded
+//  11. expiry and sweep: whole-second expiry and flush_all checked on access, and a bounded
 //     sweep when the owner calls Maintain (scan.go).
-//  13. memory file: items that survive a graceful restart (restart.go).
+//  12. memory file: items that survive a graceful restart (restart.go).
 //
 // # Exits
 //
