@@ -39,8 +39,9 @@
 //
 // An item leaves through one function, killLocked (out of the index and the window, its chunk
 // freed); dropLocked wraps it for the drops nobody asked for, counting each as an eviction or a
-// reclaim and calling OnEvict. The callers: Delete and a delete's cas match (meta.go); a Set that
-// replaces a record that does not fit, an expired store, a too-large Set (store.go); an access that
+// reclaim and calling OnEvict. The callers: Delete and a delete's cas match (meta.go); a store
+// whose new record does not fit the old chunk (a Set frees it first, the other modes and incr
+// once the new record is written), an expired store, a too-large Set (store.go); an access that
 // finds an expired or flushed record (findLocked); an immediate flush_all (flush.go); Maintain's
 // sweep and a store's purge with evictions disabled (dropLocked); the policy: the window's tail
 // turned down by the size filter or by go-tinylfu, itself or its victim (evictLocked, onEvict);

@@ -45,6 +45,12 @@ func TestEveryExitKills(t *testing.T) {
 			}},
 		{"set that outgrows its chunk", Config{}, func(c *Cache, _ *fakeClock) { fill(c, 1, 10) },
 			func(t *testing.T, c *Cache, _ *fakeClock) { fill(c, 1, 1000) }},
+		{"append that outgrows its chunk", Config{}, func(c *Cache, _ *fakeClock) { fill(c, 1, 10) },
+			func(t *testing.T, c *Cache, _ *fakeClock) {
+				if out, _ := c.Store(Append, []byte("k0"), make([]byte, 1000), 0, 0, 0); out != Stored {
+					t.Fatalf("append: %v", out)
+				}
+			}},
 		{"set already expired", Config{}, func(c *Cache, _ *fakeClock) { fill(c, 1, 10) },
 			func(t *testing.T, c *Cache, _ *fakeClock) { c.Store(Set, []byte("k0"), []byte("v"), 0, -1, 0) }},
 		{"too large set", Config{MaxItemSize: 1 << 10}, func(c *Cache, _ *fakeClock) { fill(c, 1, 10) },
