@@ -9,7 +9,7 @@
 //
 // # Concepts
 //
-// What a maintainer needs to hold in mind, and what each owns (13; the files in brackets):
+// What a maintainer needs to hold in mind, and what each owns (12; the files in brackets):
 //
 //  1. Cache: the shards, the cas counter, the flush state and the memory limit (cache.go, flush.go).
 //  2. shard: one lock and everything below for the keys whose hash it owns, and its byte budget
@@ -24,28 +24,31 @@
 //  6. index: key hash to chunk handle, with a real remove (index.go).
 //  7. window: a CLOCK queue of new records in front of the main space (policy.go).
 //  8. main space: go-tinylfu, admission and eviction by frequency, with a retry for its
-//     doorkeeper (policy.go; TestTinyLFUDoorkeeper pins the behaviour the retry works around).
+//     doorkeeper (TestTinyLFUDoorkeeper pins the behaviour the retry works around); as
+//     go-tinylfu cannot resize, it is rebuilt at the capacity that fills its share of the budget,
+//     making its room first (policy.go: resizeMainLocked).
 //  9. size filter: records larger than the mean reach the main space only by chance, small new
 //     ones get a second lap in the window (worthOfferLocked, storedLocked).
 //  10. page hand: releases empty pages, moves a page's records into free chunks elsewhere, and
 //     as a last resort evicts a page with its items (makeRoomLocked, freePageLocked).
-//  11. main-space sizing: rebuilds go-tinylfu at the capacity that fills its share of the
-//     budget, making its room first (maintainLocked).
-//  12. expiry and sweep: whole-second expiry and flush_all checked on access, and a bounded
+//  11. expiry and sweep: whole-second expiry and flush_all checked on access, and a bounded
 //     sweep when the owner calls Maintain (scan.go).
-//  13. memory file: items that survive a graceful restart (restart.go).
+//  12. memory file: items that survive a graceful restart (restart.go).
 //
 // # Exits
 //
 // An item leaves through one function, killLocked (out of the index and the window, its chunk
 // freed); dropLocked wraps it for the drops nobody asked for, counting each as an eviction or a
-// reclaim and calling OnEvict. The callers: Delete and a delete's cas match (meta.go); a Set that
-// replaces a record that does not fit, an expired store, a too-large Set (store.go); an access that
+// reclaim and calling OnEvict. The callers: Delete and a delete's cas match (meta.go); a store
+// whose new record does not fit the old chunk (a Set frees it first, the other modes and incr
+// once the new record is written), an expired store, a too-large Set (store.go); an access that
 // finds an expired or flushed record (findLocked); an immediate flush_all (flush.go); Maintain's
 // sweep and a store's purge with evictions disabled (dropLocked); the policy: the window's tail
 // turned down by the size filter or by go-tinylfu, itself or its victim (evictLocked, onEvict);
-// and the page hand evicting a page (freePageLocked). Restore starts from the saved records and
-// drops expired ones before they are linked.
+// the page hand evicting a page (freePageLocked); and a warm restart, which links the saved
+// records and kills the expired and flushed ones (restoreRecordLocked). linkLocked and killLocked
+// count what they link and kill, and the tests check after each exit that the live records are
+// exactly the difference (checkInvariants, TestEveryExitKills).
 //
 // Which mechanism makes room, in the order makeRoomLocked tries them: an empty page; a page
 // whose records all move elsewhere (nothing is evicted); the policy, one item at a time (the

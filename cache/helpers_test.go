@@ -148,6 +148,10 @@ func checkInvariants(t testing.TB, c *Cache) {
 		if empty != s.empty {
 			t.Errorf("shard %d: %d empty slab pages, counted %d", i, empty, s.empty)
 		}
+		if live := s.linked - s.killed; live != uint64(n) {
+			// An item left (or came) some other way than killLocked (linkLocked).
+			t.Errorf("shard %d: %d records linked, %d killed, but %d live", i, s.linked, s.killed, n)
+		}
 		if n != s.n || size != s.bytes || recBytes != s.recBytes || pageBytes != s.pageBytes {
 			t.Errorf("shard %d: count %d bytes %d recBytes %d pageBytes %d, walked %d, %d, %d and %d",
 				i, s.n, s.bytes, s.recBytes, s.pageBytes, n, size, recBytes, pageBytes)

@@ -241,26 +241,33 @@ func (s *shard) targetCapacity() int {
 	return t &^ (step - 1)
 }
 
-// maintainLocked runs after every store: every quarter of the capacity in stores it resizes the
-// main space to its share when that has moved by an eighth (growing a full one, or one about to
-// be, see growsEarlyLocked, after making room for it), or drops its stale entries once they are
-// a quarter of it; then it makes room while the shard is over its budget (a lowered limit).
+// maintainLocked runs after every store: it sizes the main space (resizeMainLocked), then makes
+// room while the shard is over its budget (a lowered limit).
 func (s *shard) maintainLocked() {
-	if s.writes++; s.writes >= max(s.capacity/4, 64) && !s.cfg.disableEvictions {
-		c, target := s.capacity, s.targetCapacity()
-		switch {
-		case target > c+c/8 && (s.entries >= c || s.growsEarlyLocked(target)), target < c-c/8:
-			// A larger main space makes its room first, through the policy: the shard is never
-			// over its budget (TestMemoryAccounting).
-			if s.fitLocked(noHandle, mainBytes(target)-s.mainBytes) {
-				s.rebuildLocked(target)
-			}
-		case s.entries-(s.n-s.wn) >= c/4:
-			s.rebuildLocked(c)
-		}
-		s.writes = 0
-	}
+	s.resizeMainLocked()
 	s.fitLocked(noHandle, 0)
+}
+
+// resizeMainLocked is how the main space follows the live items' mean size, as go-tinylfu cannot
+// resize: every quarter of the capacity in stores it rebuilds it at its share when that has
+// moved by an eighth (growing a full one, or one about to be, see growsEarlyLocked, after making
+// room for it), or drops its stale entries once they are a quarter of it.
+func (s *shard) resizeMainLocked() {
+	if s.writes++; s.writes < max(s.capacity/4, 64) || s.cfg.disableEvictions {
+		return
+	}
+	c, target := s.capacity, s.targetCapacity()
+	switch {
+	case target > c+c/8 && (s.entries >= c || s.growsEarlyLocked(target)), target < c-c/8:
+		// A larger main space makes its room first, through the policy: the shard is never
+		// over its budget (TestMemoryAccounting).
+		if s.fitLocked(noHandle, mainBytes(target)-s.mainBytes) {
+			s.rebuildLocked(target)
+		}
+	case s.entries-(s.n-s.wn) >= c/4:
+		s.rebuildLocked(c)
+	}
+	s.writes = 0
 }
 
 // growsEarlyLocked reports whether the main space should grow to target before it is full: once

@@ -309,9 +309,10 @@ func (pm pageMeta) valid(sc *shardConfig) bool {
 }
 
 // restoreLocked builds shard number i (a fresh one, not yet shared) from its page table, whose
-// memory restore has checked: every live record that belongs here and is neither expired nor
-// flushed goes into the index and the window or the main space it was in; every other carved
-// chunk onto its class's free list. It returns the records restored and dropped.
+// memory restore has checked: every live record that belongs here goes into the index and the
+// window or the main space it was in, and an expired or flushed one leaves again through
+// killLocked; every other carved chunk goes onto its class's free list. It returns the records
+// restored and dropped.
 func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int) (restored, dropped int) {
 	s.pages = make([]page, len(pages))
 	for p, pm := range pages {
@@ -338,8 +339,12 @@ func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int
 			h := handle(p, j)
 			ch := s.chunk(h)
 			if ch[offState]&stLive != 0 {
-				if s.restoreRecordLocked(c, i, h, ch) {
+				switch s.restoreRecordLocked(c, i, h, ch) {
+				case restoredLive:
 					restored++
+					continue
+				case restoredGone: // killLocked freed its chunk
+					dropped++
 					continue
 				}
 				dropped++
@@ -357,28 +362,37 @@ func (s *shard) restoreLocked(c *Cache, i uint64, pages []pageMeta, capacity int
 	return restored, dropped
 }
 
-// restoreRecordLocked indexes the live record in chunk ch (handle h) and reports true, or false
-// for one to drop: malformed, of another shard, expired, flushed, or a second record of a key.
-func (s *shard) restoreRecordLocked(c *Cache, i uint64, h uint32, ch []byte) bool {
+// What restoreRecordLocked did with a record.
+const (
+	restoredBad  = iota // not linked: malformed, of another shard, or a second record of a key
+	restoredLive        // linked
+	restoredGone        // expired or flushed: linked and removed again (killLocked), as every exit
+)
+
+// restoreRecordLocked links the live record in chunk ch (handle h), unless it is malformed, of
+// another shard or a second record of a key; an expired or flushed one leaves at once through
+// killLocked.
+func (s *shard) restoreRecordLocked(c *Cache, i uint64, h uint32, ch []byte) int {
 	klen, vlen := int(le.Uint16(ch[offKlen:])), int(le.Uint32(ch[offVlen:]))
 	if klen == 0 || hdrSize+klen+vlen+s.cfg.tail > len(ch) {
-		return false
+		return restoredBad
 	}
 	r := record(ch[:hdrSize+klen+vlen])
 	hash := s.hash(r.key())
 	if fileHash(c.fileSeed, r.key())>>c.shift != i {
-		return false
-	}
-	if s.invalidLocked(r) {
-		s.st.Reclaimed++ // expired or flushed while the server was down: stats counts it as reclaimed
-		return false
+		return restoredBad
 	}
 	if _, dup := s.lookupLocked(hash, r.key()); dup != nil {
-		return false
+		return restoredBad
 	}
 	r[offState] &^= stRef | stRetry
 	s.linkLocked(hash, h, r)
-	return true
+	if s.invalidLocked(r) {
+		s.st.Reclaimed++ // expired or flushed while the server was down: stats counts it as reclaimed
+		s.killLocked(h)
+		return restoredGone
+	}
+	return restoredLive
 }
 
 // SaveRestart prepares a Cache with a memory file for the next process (a graceful stop): with

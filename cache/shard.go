@@ -42,6 +42,8 @@ type shard struct {
 	empty     int                          // slab pages (not large records) without a live record
 	rnd       uint64                       // worthOfferLocked's xorshift state, never 0
 	pushes    uint64                       // chunks freed (pushFreeLocked)
+	linked    uint64                       // records linkLocked made live
+	killed    uint64                       // records killLocked removed: linked - killed are live
 	spareMiss uint64                       // pushes when sparePageLocked last found nothing
 	keep      uint32                       // a chunk a store still reads while it makes room: never evicted
 	st        Stats                        // counters (only the counter fields are used)
@@ -147,6 +149,7 @@ func (s *shard) killLocked(h uint32) {
 		s.leaveWindowLocked(r)
 	}
 	s.n--
+	s.killed++
 	s.bytes -= r.size()
 	s.recBytes -= int64(cap(r))
 	if s.addLive(int(h>>16), -1); p.class == large {

@@ -114,6 +114,7 @@ func (s *shard) placeLocked(h uint64, i uint32, old record, mode StoreMode, key,
 func (s *shard) linkLocked(h uint64, j uint32, r record) {
 	s.addLive(int(j>>16), 1)
 	s.n++
+	s.linked++
 	s.bytes += r.size()
 	s.recBytes += int64(cap(r))
 	s.idx.insert(h, j)
