@@ -197,42 +197,59 @@ func (p *Parser) failKeys(r *Request, cmd Command, next int) int {
 func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) int {
 	nt := n + 1 // memcached's ntokens
 	switch {
-	case n < 5 || (cmd == CmdCas && n == 5):
+	case n < 5:
 		// memcached 1.6.45: a storage line without its key, flags, exptime
-		// and length (or a cas without its unique) is a format error, sent
-		// whatever noreply says; 1.6.18 answered ERROR.
+		// and length is a format error, sent whatever noreply says; 1.6.18
+		// answered ERROR.
 		return fail(r, errTooShort, next)
+	case cmd == CmdCas && n == 5:
+		// memcached 1.6.45: a cas without its unique is a format error (see
+		// below for its data block); 1.6.18 answered ERROR.
 	case cmd == CmdCas && nt != 7 && nt != 8, cmd != CmdCas && nt != 6 && nt != 7:
 		return fail(r, errUnknown, next)
 	}
-	// From here on memcached has entered process_update_command. A rejected
-	// line does not swallow the data block: memcached reads it as a command.
+	// memcached 1.6.45 parses the length first: a line whose length does
+	// not parse is refused and its data block read as a command (as 1.6.18
+	// did). Once the length parsed, every other refusal (key too long, bad
+	// flags, exptime or unique, a cas without its unique) swallows the data
+	// block and its "\r\n" (conn_swallow), and noreply silences the reply;
+	// 1.6.18 read the block as a command.
+	vlen, ok := safeStrtol(p.toks[4])
+	lenOK := ok && vlen >= 0 && vlen <= math.MaxInt32-2
+	size := int(vlen)
+	refuse := func(e *Error) int {
+		if lenOK {
+			p.swallow = size + 2
+		}
+		return fail(r, e, next)
+	}
+	if n == 5 && cmd == CmdCas {
+		return refuse(errTooShort)
+	}
 	r.FailedCmd = cmd
 	r.Noreply = p.isNoreply(n)
 	key := p.toks[1]
 	if len(key) > MaxKeyLen {
-		return fail(r, errBadFormat, next)
+		return refuse(errBadFormat)
 	}
 	r.Key = key
+	if !lenOK {
+		return fail(r, errBadFormat, next)
+	}
 	flags, ok1 := p.parseFlags(p.toks[2])
 	exptime, ok2 := safeStrtol(p.toks[3])
-	vlen, ok3 := safeStrtol(p.toks[4])
-	if !ok1 || !ok2 || !ok3 {
-		return fail(r, errBadFormat, next)
+	if !ok1 || !ok2 {
+		return refuse(errBadFormat)
 	}
 	r.Flags = flags
 	r.Exptime = int64(exptime)
 	if cmd == CmdCas {
 		cas, ok := safeStrtoull(p.toks[5])
 		if !ok {
-			return fail(r, errBadFormat, next)
+			return refuse(errBadFormat)
 		}
 		r.CAS = cas
 	}
-	if vlen < 0 || vlen > math.MaxInt32-2 {
-		return fail(r, errBadFormat, next)
-	}
-	size := int(vlen)
 	if p.tooLarge(len(key), flags, size) {
 		// memcached answers, then swallows the declared data block and its
 		// "\r\n" whatever they contain (conn_swallow).

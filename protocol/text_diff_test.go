@@ -26,7 +26,9 @@ import (
 //
 // TANDEM_DIFF_SEED picks another random sequence (default 1). Where tandem
 // answers as newer memcached does (transcript.Differences), the parser's
-// error carries 1.6.18's (Error.Was1618), which is what is compared.
+// error carries 1.6.18's (Error.Was1618), which is what is compared, and
+// the data block the parser swallows after refusing a storage line ("swallow
+// rejected data") is parsed as 1.6.18 reads it, as commands.
 func TestDiffMemcached(t *testing.T) {
 	addr := os.Getenv("TANDEM_MEMCACHED_ADDR")
 	if addr == "" {
@@ -115,6 +117,11 @@ func TestDiffMemcached(t *testing.T) {
 				e := r.Err
 				if e.Was1618 != nil {
 					e = e.Was1618
+				}
+				if p.swallow > 0 && e.Kind != ErrTooLarge {
+					// "swallow rejected data": 1.6.18 reads the data
+					// block of a refused storage line as commands.
+					p.swallow = 0
 				}
 				if !(e.Silent && r.Noreply) {
 					want = AppendError(want, e)

@@ -141,7 +141,7 @@ var textBadInput = []badInput{
 	{name: "key of 250 bytes", segments: req("set " + key250 + " 0 0 1\r\nx\r\nget " + key250 + "\r\n"),
 		want: "STORED\r\nVALUE " + key250 + " 0 1\r\nx\r\nEND\r\n"},
 	{name: "set key of 251 bytes", segments: req("set " + key251 + " 0 0 1\r\nx\r\n"),
-		want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+		want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
 	{name: "get key of 251 bytes", segments: req("get " + key251 + "\r\n"),
 		want: "CLIENT_ERROR bad command line format\r\n"},
 	// memcached drops the VALUEs already produced by a get that fails on
@@ -181,17 +181,17 @@ var textBadInput = []badInput{
 		want: "SERVER_ERROR object too large for cache\r\nEND\r\n"},
 
 	// Flags.
-	{name: "negative flags", segments: req("set bi:f1 -1 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
-	{name: "non-numeric flags", segments: req("set bi:f2 abc 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "negative flags", segments: req("set bi:f1 -1 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "non-numeric flags", segments: req("set bi:f2 abc 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
 	// memcached 1.6.18 reads flags with strtoul into 32 bits: they wrap.
 	{name: "flags 2^32 wrap", segments: req("set bi:f3 4294967296 0 1\r\nx\r\nget bi:f3\r\n"), want: "STORED\r\nVALUE bi:f3 0 1\r\nx\r\nEND\r\n"},
 	{name: "flags 2^33+7 wrap", segments: req("set bi:f6 8589934599 0 1\r\nx\r\nget bi:f6\r\n"), want: "STORED\r\nVALUE bi:f6 7 1\r\nx\r\nEND\r\n"},
 	{name: "flags 2^32-1", segments: req("set bi:f4 4294967295 0 1\r\nx\r\nget bi:f4\r\n"), want: "STORED\r\nVALUE bi:f4 4294967295 1\r\nx\r\nEND\r\n"},
-	{name: "overflowing flags", segments: req("set bi:f5 99999999999999999999 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "overflowing flags", segments: req("set bi:f5 99999999999999999999 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
 
 	// Exptimes.
-	{name: "non-numeric exptime", segments: req("set bi:e1 0 abc 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
-	{name: "overflowing exptime", segments: req("set bi:e2 0 99999999999999999999 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "non-numeric exptime", segments: req("set bi:e1 0 abc 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "overflowing exptime", segments: req("set bi:e2 0 99999999999999999999 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
 	{name: "negative exptime expires at once", segments: req("set bi:e3 0 -1 1\r\nx\r\nget bi:e3\r\n"), want: "STORED\r\nEND\r\n"},
 	{name: "touch non-numeric exptime", segments: req("touch bi:e4 abc\r\n"), want: "CLIENT_ERROR invalid exptime argument\r\n"},
 	{name: "gat non-numeric exptime", segments: req("gat abc bi:e5\r\n"), want: "CLIENT_ERROR invalid exptime argument\r\n"},
@@ -217,10 +217,10 @@ var textBadInput = []badInput{
 	{name: "incr on missing key", segments: req("incr bi:d10 1\r\ndecr bi:d10 1\r\n"), want: "NOT_FOUND\r\nNOT_FOUND\r\n"},
 
 	// CAS.
-	{name: "cas non-numeric unique", segments: req("cas bi:c1 0 0 1 abc\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
-	{name: "cas negative unique", segments: req("cas bi:c2 0 0 1 -1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
-	{name: "cas overflowing unique", segments: req("cas bi:c3 0 0 1 18446744073709551616\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
-	{name: "cas without unique", segments: req("cas bi:c4 0 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short storage line", mcWant: "ERROR\r\nERROR\r\n"},
+	{name: "cas non-numeric unique", segments: req("cas bi:c1 0 0 1 abc\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "cas negative unique", segments: req("cas bi:c2 0 0 1 -1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "cas overflowing unique", segments: req("cas bi:c3 0 0 1 18446744073709551616\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "swallow rejected data", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
+	{name: "cas without unique", segments: req("cas bi:c4 0 0 1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short storage line", mcWant: "ERROR\r\nERROR\r\n"},
 
 	// Data blocks.
 	{name: "data shorter than declared waits for the rest", segments: req("set bi:s1 0 0 10\r\nabc\r\n", "defgh\r\nget bi:s1\r\n"),
@@ -258,9 +258,9 @@ var textBadInput = []badInput{
 		want: "STORED\r\nSTORED\r\n" + get10kReply},
 
 	// noreply on the error paths.
-	{name: "noreply: key too long", segments: req("set " + key251 + " 0 0 1 noreply\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
+	{name: "noreply: key too long", segments: req("set " + key251 + " 0 0 1 noreply\r\nx\r\n"), want: "", newer: "swallow rejected data", mcWant: "ERROR\r\n"},
 	{name: "noreply: negative length", segments: req("set bi:n1 0 0 -1 noreply\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
-	{name: "noreply: bad flags", segments: req("set bi:n2 abc 0 1 noreply\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
+	{name: "noreply: bad flags", segments: req("set bi:n2 abc 0 1 noreply\r\nx\r\n"), want: "", newer: "swallow rejected data", mcWant: "ERROR\r\n"},
 	{name: "noreply: too large", segments: req("set bi:n3 0 0 2000000 noreply\r\n" + value2M + "\r\nget bi:n3\r\n"), want: "END\r\n"},
 	{name: "noreply: bad data chunk", segments: req("set bi:n4 0 0 3 noreply\r\nabcd\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
 	{name: "noreply: non-numeric delta", segments: req("incr bi:n5 abc noreply\r\n"), want: ""},
@@ -268,7 +268,7 @@ var textBadInput = []badInput{
 	{name: "noreply: incr missing", segments: req("incr bi:n7 1 noreply\r\n"), want: ""},
 	{name: "noreply: delete with a time", segments: req("delete bi:n8 5 noreply\r\n"), want: ""},
 	{name: "noreply: touch bad exptime", segments: req("touch bi:n9 abc noreply\r\n"), want: ""},
-	{name: "noreply: cas bad unique", segments: req("cas bi:n10 0 0 1 abc noreply\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
+	{name: "noreply: cas bad unique", segments: req("cas bi:n10 0 0 1 abc noreply\r\nx\r\n"), want: "", newer: "swallow rejected data", mcWant: "ERROR\r\n"},
 	{name: "noreply: cas missing", segments: req("cas bi:n11 0 0 1 1 noreply\r\nx\r\n"), want: ""},
 	{name: "noreply: add existing", segments: req("set bi:n12 0 0 1 noreply\r\nx\r\nadd bi:n12 0 0 1 noreply\r\ny\r\nget bi:n12\r\n"),
 		want: "VALUE bi:n12 0 1\r\nx\r\nEND\r\n"},

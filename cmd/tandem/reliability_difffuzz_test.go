@@ -413,11 +413,11 @@ func (g *fuzzGen) op() fuzzOp {
 	case x < 88:
 		return fuzzOp{text: g.pick("verbosity 1", "verbosity 0 noreply", "verbosity") + "\r\n"}
 	default:
-		// No line shorter than four bytes and no storage line with too few
-		// tokens: tandem answers those as newer memcached does
+		// No line shorter than four bytes, no storage line with too few
+		// tokens and none refused after its length parsed: tandem answers those as newer memcached does
 		// (transcript.Differences), replayed by TestTranscripts.
 		return fuzzOp{text: g.pick("foo\r\n", "get\r\n", "GET f:1\r\n",
-			"incr f:1 1 noreply extra\r\n", "touch f:1\r\n", "gat f:1\r\n", "cas f:1 0 0 2 x\r\nxx\r\n",
+			"incr f:1 1 noreply extra\r\n", "touch f:1\r\n", "gat f:1\r\n", "cas f:1 0 0 x 2\r\nxx\r\n",
 			"set f:2 0 0 2 noreply extra\r\nxx\r\n", " get   f:1  f:2 \r\n", "get f:1\n", "\x00\x00\r\n")}
 	}
 }
@@ -432,6 +432,7 @@ func (g *fuzzGen) storage() fuzzOp {
 	// memcached drops the replies it still had queued while tandem sends
 	// them (a documented difference), so only short blocks get one.
 	bad := len(data) < 2000
+	badLen := false
 	switch {
 	case g.chance(0.003):
 		data = strings.Repeat("z", 2_000_000) // over -I: swallowed
@@ -444,8 +445,15 @@ func (g *fuzzGen) storage() fuzzOp {
 		declared = strconv.Itoa(len(data) - 4 - g.r.Intn(3))
 	case bad && g.chance(0.01):
 		declared = g.pick("-1", "abc", "99999999999999999999")
+		badLen = true
 	}
-	fl := g.flags(bad)
+	// Only a header whose length does not parse has its data block read as
+	// a command by every version: one refused after its length parsed (bad
+	// flags, unique or key) has it swallowed by tandem as by memcached 1.6.45
+	// and read by 1.6.18 (transcript.Differences, "swallow rejected data"),
+	// replayed by TestTranscripts. So bad flags, uniques and keys come only
+	// with a bad length.
+	fl := g.flags(badLen)
 	if bad && (len(data) < 2 || strings.HasSuffix(data, "\n")) {
 		// A malformed header makes the data line a command: at least two
 		// bytes, for the same reason.
@@ -454,7 +462,7 @@ func (g *fuzzGen) storage() fuzzOp {
 			declared = strconv.Itoa(len(data))
 		}
 	}
-	if !bad && len(key) > 250 {
+	if !badLen && len(key) > 250 {
 		key = g.keys[0]
 	}
 	line := cmd + " " + key + " " + fl + " " + g.exptime() + " " + declared
@@ -467,7 +475,7 @@ func (g *fuzzGen) storage() fuzzOp {
 			op.casKey, op.casAge = key, 1+g.r.Intn(3)
 		case x < 9:
 			line += " " + strconv.FormatUint(1<<60+uint64(g.r.Intn(1000)), 10) // never issued
-		case bad:
+		case badLen:
 			line += " " + g.pick("abc", "-1", "x1")
 		default:
 			line += " 0"

@@ -23,7 +23,8 @@ type Difference struct {
 // that cite it).
 var Differences = []Difference{
 	{Name: "short line", What: "a line shorter than four bytes with its line ending (blank, \" \\n\", \"x\\r\\n\") is CLIENT_ERROR bad command line format, not ERROR"},
-	{Name: "short storage line", What: "a storage command with fewer than four arguments, or cas without its unique, is CLIENT_ERROR bad command line format (whatever noreply says), not ERROR (1.6.45 then swallows a cas's data block: tandem does not yet, docs/protocol.md)"},
+	{Name: "short storage line", What: "a storage command with fewer than four arguments, or cas without its unique, is CLIENT_ERROR bad command line format (whatever noreply says), not ERROR (a cas's data block is then swallowed, see swallow rejected data)"},
+	{Name: "swallow rejected data", What: "a storage line refused after its length parsed (key too long, bad flags, exptime or unique, cas without its unique) swallows its data block, and noreply silences the refusal; 1.6.18 read the block as a command"},
 	{Name: "meta E", What: "meta flag E<cas> sets the CAS id the change gives the item (ms, mg with N, md with I or x, ma)", MetaFlag: 'E'},
 	{Name: "md x", What: "md flag x empties the item's value and keeps the item (flags from F, TTL from T, CAS kept or from E)", MetaFlag: 'x'},
 	{Name: "ms s", What: "ms flag s returns the stored item's size (after append or prepend, the new size)", MetaFlag: 's', Command: "ms"},

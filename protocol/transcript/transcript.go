@@ -148,6 +148,11 @@ func Parse(file, text string) ([]Case, error) {
 		case strings.HasPrefix(line, "<+ "):
 			s, err = unquote(line[3:])
 			c.NewReply = append(c.NewReply, s...)
+		case line == "<+":
+			// The newest memcached sends nothing (noreply).
+			if c.NewReply == nil {
+				c.NewReply = []byte{}
+			}
 		case strings.HasPrefix(line, "<+* "):
 			s, err = repeat(line[4:])
 			c.NewReply = append(c.NewReply, s...)

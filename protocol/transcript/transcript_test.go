@@ -60,6 +60,14 @@ func TestParseNewer(t *testing.T) {
 	if string(c.Reply) != "ERROR\r\n" || string(c.Want()) != "CLIENT_ERROR bad command line format\r\n" || len(c.Newer) != 1 {
 		t.Fatalf("parsed as %+v", c)
 	}
+	// "<+" alone: the newest memcached sends nothing.
+	cs, err = Parse("f.txt", "=== a\n> x\n< ERROR\\r\\n\n@ swallow rejected data\n<+\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cs[0]; c.NewReply == nil || len(c.Want()) != 0 {
+		t.Fatalf("parsed as %+v", c)
+	}
 	for _, text := range []string{
 		"=== a\n> x\n< ERROR\\r\\n\n<+ OK\\r\\n\n",  // <+ without @
 		"=== a\n> x\n< ERROR\\r\\n\n@ short line\n", // @ without <+
