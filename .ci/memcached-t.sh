@@ -23,7 +23,7 @@ sha256=c383a2ad8f973b627c3de472702f46ee33b402750de4fd2d25cef65a00140110
 # options (t/flush-all.t's last two cases start one with -F), no debug build
 # (t/expirations.t moves the clock with debugtime). metaget.t's extstore part
 # runs only where the server's -h offers ext_path (tandem's does not).
-files=(t/getset.t t/incrdecr.t t/noreply.t t/flags.t t/metaget.t)
+files=(t/getset.t t/incrdecr.t t/noreply.t t/flags.t t/metaget.t t/cas.t)
 if (($#)); then
 	files=("$@")
 fi
