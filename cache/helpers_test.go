@@ -105,12 +105,15 @@ func checkInvariants(t testing.TB, c *Cache) {
 			}
 		}
 		var n, window, mainItems, empty int
-		var size, recBytes, pageBytes, wbytes int64
+		var size, recBytes, pageBytes, heapPages, wbytes int64
 		for p, pg := range s.pages {
 			if pg.mem == nil {
 				continue
 			}
 			pageBytes += int64(len(pg.mem))
+			if pg.kind == onHeap {
+				heapPages += int64(len(pg.mem))
+			}
 			live := 0
 			for j := range pg.carved {
 				h := handle(p, j)
@@ -151,6 +154,9 @@ func checkInvariants(t testing.TB, c *Cache) {
 		if live := s.linked - s.killed; live != uint64(n) {
 			// An item left (or came) some other way than killLocked (linkLocked).
 			t.Errorf("shard %d: %d records linked, %d killed, but %d live", i, s.linked, s.killed, n)
+		}
+		if heapPages != s.heapPages {
+			t.Errorf("shard %d: heapPages %d, walked %d", i, s.heapPages, heapPages)
 		}
 		if n != s.n || size != s.bytes || recBytes != s.recBytes || pageBytes != s.pageBytes {
 			t.Errorf("shard %d: count %d bytes %d recBytes %d pageBytes %d, walked %d, %d, %d and %d",

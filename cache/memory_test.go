@@ -401,3 +401,29 @@ func TestMemoryAccounting(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryHeapUsed checks HeapUsed: the charge less the mapped pages, so that small records
+// in mapped slab pages add nothing to it and a large record (a heap page of its own) adds its
+// size.
+func TestMemoryHeapUsed(t *testing.T) {
+	c, _ := newTestCache(t, Config{MaxBytes: 8 << 20, MaxItemSize: 256 << 10, Shards: 1})
+	s := &c.shards[0]
+	if got, want := c.HeapUsed(), int64(c.Stats().Used); got != want {
+		t.Fatalf("empty cache: HeapUsed %d, want Used %d (no page yet)", got, want)
+	}
+	val := make([]byte, 100)
+	for i := range 5000 {
+		c.Store(Set, fmt.Appendf(nil, "k%d", i), val, 0, 0, 0)
+	}
+	st := c.Stats()
+	if got, want := c.HeapUsed(), int64(st.Used)-s.pageBytes+s.heapPages; got != want || got >= int64(st.Used)/2 {
+		t.Fatalf("5000 small items: HeapUsed %d, want %d (Used %d, pages %d, on the heap %d)",
+			got, want, st.Used, s.pageBytes, s.heapPages)
+	}
+	before := c.HeapUsed()
+	c.Store(Set, []byte("large"), make([]byte, 200<<10), 0, 0, 0)
+	if got := c.HeapUsed(); got < before+200<<10 {
+		t.Fatalf("a 200 KiB record: HeapUsed %d, was %d", got, before)
+	}
+	checkInvariants(t, c)
+}

@@ -32,6 +32,7 @@ type shard struct {
 	bytes     int64                        // key+value+ItemOverhead of live items (the bytes statistic)
 	recBytes  int64                        // chunk sizes of the live records
 	pageBytes int64                        // memory of the pages
+	heapPages int64                        // the part of pageBytes on the Go heap (pagemem.go)
 	freeBytes int64                        // memory of the free chunks
 	entries   int                          // tinylfu entries: main items plus stale entries
 	capacity  int                          // tinylfu capacity (an item count)
@@ -94,6 +95,9 @@ func (s *shard) hash(key []byte) uint64 { return maphash.Bytes(s.cfg.seed, key) 
 // used is what the shard charges against its budget: its pages, its index, its window queue and
 // its tinylfu.
 func (s *shard) used() int64 { return s.pageBytes + s.idx.bytes() + s.win.bytes() + s.mainBytes }
+
+// heapUsed is the part of used() held on the Go heap: all of it but the mapped pages.
+func (s *shard) heapUsed() int64 { return s.used() - s.pageBytes + s.heapPages }
 
 // lookupLocked returns the chunk and the record of key (hash h), or nil, without side effects.
 func (s *shard) lookupLocked(h uint64, key []byte) (uint32, record) {

@@ -250,6 +250,9 @@ func (s *shard) newPageLocked(cl int, n int) int {
 	*pg = page{size: n, class: cl, carved: 1}
 	s.pageMem(pg, cl, n)
 	s.pageBytes += int64(n)
+	if pg.kind == onHeap {
+		s.heapPages += int64(n)
+	}
 	if cl != large {
 		pg.size, pg.carved = slabSizes[cl], 0
 		s.slab[cl].carving = p + 1
@@ -411,6 +414,9 @@ func (s *shard) dropPageLocked(p int) {
 		s.empty--
 	}
 	s.pageBytes -= int64(len(pg.mem))
+	if pg.kind == onHeap {
+		s.heapPages -= int64(len(pg.mem))
+	}
 	s.releaseMem(pg)
 	*pg = page{}
 	s.unused = append(s.unused, p)

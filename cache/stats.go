@@ -119,6 +119,22 @@ func (c *Cache) Stats() Stats {
 	return st
 }
 
+// HeapUsed returns the part of the bytes charged against MaxBytes (Stats.Used) that the cache
+// holds on the Go heap: its index, its window queue, its main space's policy, and the slab pages
+// and large records the heap gave (pagemem.go); the rest, mapped pages, is outside the heap. The
+// runtime's memory limit is derived from it (cmd/tandem). Each shard's lock is taken briefly,
+// one at a time. Safe for concurrent use.
+func (c *Cache) HeapUsed() int64 {
+	var n int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.heapUsed()
+		s.mu.Unlock()
+	}
+	return n
+}
+
 // ShardStats is a snapshot of one shard, for per-shard reports such as "stats items" and
 // "stats slabs" (tandem has shards where memcached has slab classes). Its Stats holds the
 // shard's counters and gauges; CmdFlush, LimitMaxbytes and Shards are zero there.

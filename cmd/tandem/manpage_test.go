@@ -115,7 +115,7 @@ func writeManPage(w io.Writer, fs *pflag.FlagSet) {
 	p(`.SH ENVIRONMENT`)
 	p(`.TP`)
 	p(`.B GOMEMLIMIT`)
-	p(`%s`, roff("Go heap soft limit; when unset tandem sets 1.125 x -m + 16 MiB. Item records live outside the Go heap."))
+	p(`%s`, roff("Go heap soft limit; when unset tandem sets it, every 100 ms, to what the cache holds on the heap plus -m/8 + 4 MiB. Item records live outside the Go heap."))
 	p(`.TP`)
 	p(`.B GOGC`)
 	p(`%s`, roff("Go collector target; when unset tandem sets 50."))

@@ -60,7 +60,7 @@ func serve(cfg *Config) int {
 		log.Error().Err(err).Msg("cannot switch user")
 		return exitFailure
 	}
-	setMemoryLimit(log, cfg.MemoryMB)
+	memLimit := newMemLimit(log, cfg.MemoryMB, os.Getenv)
 	spareProcessor(log, cfg.Mode, cfg.Threads)
 
 	// A clock refreshed once a second, like memcached's current_time: reading
@@ -95,6 +95,7 @@ func serve(cfg *Config) int {
 		return h == nil || h.CrawlerEnabled()
 	}))
 	defer stopSweep()
+	defer memLimit.run(c.HeapUsed)()
 
 	var pool *workerpool.Pool
 	var exec reactor.Executor
@@ -150,7 +151,7 @@ func serve(cfg *Config) int {
 			return listeners.add(reactor.Conns(srv), srv.Addrs())
 		},
 		DisableWatch:  cfg.DisableWatch,
-		OnMemoryLimit: func(bytes int64) { setMemoryLimit(log, bytes>>20) },
+		OnMemoryLimit: func(bytes int64) { memLimit.setMB(bytes >> 20) },
 		OnShutdown:    func() { stop <- struct{}{} },
 		OnVerbosity:   func(level int) { setVerbosity(cfg, level) },
 
@@ -374,32 +375,6 @@ func addrString(a net.Addr) string {
 type poolExecutor struct{ p *workerpool.Pool }
 
 func (e poolExecutor) Submit(t reactor.Task) error { return e.p.Submit(t) }
-
-// setMemoryLimit gives the Go runtime a soft memory limit derived from -m,
-// unless GOMEMLIMIT is set. -m charges everything the cache holds: its slab
-// pages (mapped outside the Go heap, cache/pagemem.go; records larger than a
-// chunk stay in the heap) and go-tinylfu's index as built (in the heap). The
-// limit, 1.125 x -m + 16 MiB, is a backstop for heap-held records and
-// garbage. It also lowers GOGC to 50 (unless GOGC is set): the heap is mostly
-// the index, which only grows with the items, and at 100 a churning cache's
-// garbage could double it while the limit is still far away. 25 was measured
-// too (CHANGELOG.md, storage engine round 3): 18 MiB less at the peak of a churn
-// over 1M items, but 10% more CPU and a 27% higher p99.9, since with the pages
-// out of the heap every cycle marks an index that is most of a small heap.
-func setMemoryLimit(log zerolog.Logger, mb int64) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return
-	}
-	limit := mb<<20 + mb<<17 + 16<<20 // 1.125 x -m + 16 MiB
-	debug.SetMemoryLimit(limit)
-	log.Debug().Int64("bytes", limit).Msg("Go memory limit set")
-}
-
-// gcPercent is the GOGC that setMemoryLimit sets.
-const gcPercent = 50
 
 // sweepInterval and sweepSlots pace the background expiry sweep: every
 // interval it looks at up to sweepSlots items (about 50 µs of CPU at 1M
