@@ -53,7 +53,7 @@ type gconn struct {
 	lastCmd atomic.Int64
 
 	turns      *loopTurns       // the loop's turns (inline; yield.go)
-	yielded    bool             // loop-owned: the connection woke itself to go on (yield.go)
+	woken      atomic.Bool      // a wake-up turn is asked for (inline; yield.go)
 	lat        latencySampler   // loop-owned
 	readPaused bool             // loop-owned: read events are off in the loop's epoll
 	held       int              // loop-owned: unparsed input counted in the server's buffer total
@@ -285,7 +285,7 @@ func (gc *gconn) do(st step) {
 	case stepRequeue:
 		gc.s.requeue(gc)
 	case stepWake:
-		_ = gc.c.Wake(nil)
+		gc.wakeTurn()
 	case stepRunLeftover:
 		gc.runLeftover()
 	case stepFinish:

@@ -235,6 +235,9 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if !ok {
 		if lo, ok := c.Context().(*loopOut); ok {
 			_, _ = c.Discard(-1)
+			if lo.turns != nil {
+				lo.turns.polled()
+			}
 			_ = lo.Run(nil)
 			return gnet.None
 		}
@@ -244,7 +247,9 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if s.pool {
 		return gc.frame()
 	}
-	gc.traffic()
+	if !gc.turn() {
+		return gnet.None // deferred to the loop's next poll
+	}
 	return gc.runInline()
 }
 

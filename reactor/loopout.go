@@ -38,6 +38,8 @@ type loopOut struct {
 	bell   int  // guarded by bellMu: the doorbell's end rung from outside the loop, when rings
 	rings  bool // guarded by bellMu: the loop opened the doorbell; rings go to bell
 	gone   bool // guarded by bellMu: the doorbell is closed, or will never open
+
+	turns *loopTurns // inline mode: the loop's turns, told of each ring (yield.go); nil in pool mode
 }
 
 // outRunBytes is what one run writes before it lets the loop poll its
@@ -47,19 +49,25 @@ const outRunBytes = 512 << 10
 // bellByte is what a ring writes.
 var bellByte = []byte{1}
 
+// ring rings the loop's doorbell: the loop runs its list (and, inline, wakes
+// its deferred connections) after its next poll of its sockets. It reports
+// false when the loop has no doorbell (yet, or any more).
+func (lo *loopOut) ring() bool {
+	lo.bellMu.RLock()
+	defer lo.bellMu.RUnlock()
+	if !lo.rings {
+		return false
+	}
+	_, err := unix.Write(lo.bell, bellByte)
+	// EAGAIN: earlier rings fill the socket, which the loop has yet to
+	// read; it runs when it does.
+	return err == nil || err == unix.EAGAIN
+}
+
 // rearm asks the loop for another run.
 func (lo *loopOut) rearm() {
-	lo.bellMu.RLock()
-	if lo.rings {
-		_, err := unix.Write(lo.bell, bellByte)
-		lo.bellMu.RUnlock()
-		// EAGAIN: earlier rings fill the socket, which the loop has
-		// yet to read; it runs when it does.
-		if err == nil || err == unix.EAGAIN {
-			return
-		}
-	} else {
-		lo.bellMu.RUnlock()
+	if lo.ring() {
+		return
 	}
 	if err := lo.loop.Execute(context.Background(), lo); err != nil {
 		// The engine is stopping: it closes every connection without
@@ -97,21 +105,23 @@ type perLoop struct {
 }
 
 // loopOf returns loop's state, starting to enroll its doorbell when it is
-// new and the loop writes pool mode's replies (elsewhere the writer list
-// carries only pushed lines, rare enough for Execute).
+// new: pool mode's replies ring it, inline mode's deferred turns too
+// (yield.go).
 func (s *gnetServer) loopOf(loop gnet.EventLoop) *perLoop {
 	s.loopsMu.Lock()
 	defer s.loopsMu.Unlock()
 	pl := s.loops[loop]
 	if pl == nil {
 		pl = &perLoop{out: loopOut{loop: loop}}
+		if !s.pool {
+			pl.turns.out = &pl.out
+			pl.out.turns = &pl.turns
+		}
 		if s.loops == nil {
 			s.loops = make(map[gnet.EventLoop]*perLoop)
 		}
 		s.loops[loop] = pl
-		if s.pool {
-			go s.enrollBell(loop, &pl.out) // replies go through the loop
-		}
+		go s.enrollBell(loop, &pl.out)
 	}
 	return pl
 }

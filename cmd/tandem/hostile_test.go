@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tandemcache/tandem/cmd/testenv"
 )
 
 // Clients that pipeline requests and never read their replies must cost
@@ -307,11 +310,35 @@ func TestSlowReaderIsServed(t *testing.T) {
 }
 
 // TestProbeBesideNonReadingClients: a client sending one get at a time
-// keeps being answered promptly while 400 connections pipeline gets of a
-// 4 KB value and never read (issue #25 asks for a probe p99 under 50 ms;
-// memcached's is ~42 ms on this machine). A probe round trip is ~0.1 ms on
-// an idle server: the bound is about the server not running connections
-// whose replies cannot be written ahead of one that reads.
+// keeps being answered while 400 connections pipeline gets of a 4 KB value
+// and never read: the server does not run connections whose replies cannot
+// be written ahead of one that reads (issue #25; a probe round trip is ~0.1
+// ms on an idle server).
+//
+// What it asserts is starvation, not speed (speed is measured side by side
+// in the benchmark harness, scenario hostile: docs/benchmarks.md): every
+// probe answered, and the probe's longest wait within 3x memcached's plus
+// 150 ms, memcached run just before on the same machine and scenario; 1 s
+// when memcached is not installed. It used to assert a p99 under 50 ms,
+// which failed about one run in three with no fault of the server's: on
+// this 2-core machine, shared, memcached's own p99 ranged 12-89 ms and its
+// longest wait 18-170 ms (19 runs), two runs of it side by side differing
+// up to 4.5x (p99) and 7.4x (longest wait). Nor did the p99 see the fault
+// it was there for: inline mode's loops went 0.2-1.3 s without polling
+// their sockets while the kernel filled the 400 sockets (the wake-ups ran
+// in one pass of gnet's task queue, fixed in reactor/yield.go), a stall the
+// probe saw as one get of 0.3-1.7 s, often not among the 3 worst of ~230
+// that make the p99 (p99 0.6-103 ms in those runs). Its longest waits then,
+// 260-1,670 ms (20 runs, 2.9 s in a first run after a quiet spell), against
+// 43-109 ms after the fix (inline, 10 runs) and 44-93 ms in pool mode,
+// with memcached at 18-170 ms: against the memcached run beside it, the
+// bound fails 11 of 13 runs of the fault (passing 320 ms beside
+// memcached's 61 and 542 beside its 170), and 2 of 2 attempts of this test
+// before the fix (356 and 386 ms), but no run after it (at most 109 ms
+// against bounds of 205 ms and more; memcached's own longest waits would
+// pass against any of its other runs). A variant that misses it gets a
+// second attempt, both servers afresh.
+//
 // probeClientBuf caps the non-reading clients' socket buffers on their
 // side in the probe test. With the system's buffers (tcp_rmem and tcp_wmem
 // autotuning up to 32 and 4 MB) every run of 400 such clients, not only the
@@ -325,6 +352,15 @@ func TestSlowReaderIsServed(t *testing.T) {
 // Each run logs what the kernel went through (tcpKernel).
 const probeClientBuf = 64 << 10
 
+// Starvation bounds of TestProbeBesideNonReadingClients on the probe's
+// longest wait: probeWaitFactor times memcached's plus probeWaitSlack, or
+// probeWaitAlone without memcached.
+const (
+	probeWaitFactor = 3
+	probeWaitSlack  = 150 * time.Millisecond
+	probeWaitAlone  = time.Second
+)
+
 func TestProbeBesideNonReadingClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: needs a few seconds per variant")
@@ -333,41 +369,47 @@ func TestProbeBesideNonReadingClients(t *testing.T) {
 		t.Skipf("load average %.1f on %d CPUs: other processes, not the server, would set the probe's latency", load, runtime.NumCPU())
 	}
 	bin := plainBinary(t)
+	_, err := exec.LookPath("memcached")
+	withMemcached := err == nil || os.Getenv(testenv.RequireToolsEnv) != ""
 	// The first such run after a quiet spell stalls whichever server runs
-	// it: 65 ms of probe p99 with workers writing, 220 and 492 ms with the
-	// loop writing, where the runs right after it see 0.3-13 ms. The kernel
-	// fills 400 sockets' send buffers for the first time, and a writer,
-	// above all a loop that writes for 200 connections, waits in the kernel
-	// meanwhile. That cost is measured in docs/benchmarks.md (with the
-	// system's buffers, where TCP memory reaches tcp_mem's maximum: see
-	// probeClientBuf); the bound here is about the server's scheduling, so
-	// an unmeasured run goes first.
+	// it: the kernel fills 400 sockets' send buffers for the first time.
+	// That cost is measured in docs/benchmarks.md; an unmeasured run goes
+	// first.
 	warm := startServerBin(t, bin, "pool", "-m", "64", "-c", "4096")
 	_ = hostileRun(t, warm.Addr, warm.pid(), 400, 2*time.Second, probeClientBuf)
 	warm.Kill()
-	// A variant that misses the bound gets one more run on a fresh server:
-	// the p99 of ~230 probes is their third-worst, so one stall of the
-	// machine (CI's runs on a shared 2-core machine: 218 ms once, where the
-	// same variant measures 18-45 ms here with a CPU hog beside it) decides
-	// a run. A server that runs unwritable connections ahead of the probe
-	// misses it in both runs.
-	const bound = 50 * time.Millisecond
+	const d = 4 * time.Second // the sockets fill in the first 1-2 s
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			var p99s []time.Duration
+			threads := "2"
+			if i := slices.Index(v.extra, "-t"); i >= 0 {
+				threads = v.extra[i+1]
+			}
+			var misses []string
 			for attempt := 0; attempt < 2; attempt++ {
+				bound := probeWaitAlone
+				if withMemcached {
+					mc := testenv.StartMemcached(t, "-m", "64", "-c", "4096", "-t", threads)
+					ref := hostileRun(t, mc.Addr, mc.Cmd.Process.Pid, 400, d, probeClientBuf)
+					_ = mc.Cmd.Process.Kill()
+					<-mc.Exited
+					t.Logf("memcached -t %s: probe %d gets, %d errors, p99 %v, max %v; %v", threads, ref.probes, ref.errors, ref.p99, ref.maxLatency, ref.kernel)
+					bound = probeWaitFactor*ref.maxLatency + probeWaitSlack
+				}
 				s := startServerBin(t, bin, v.mode, append([]string{"-m", "64", "-c", "4096"}, v.extra...)...)
-				res := hostileRun(t, s.Addr, s.pid(), 400, 5*time.Second, probeClientBuf)
+				res := hostileRun(t, s.Addr, s.pid(), 400, d, probeClientBuf)
 				s.Kill()
-				t.Logf("probe: %d gets, p99 %v, max %v; %v", res.probes, res.p99, res.maxLatency, res.kernel)
+				t.Logf("tandem: probe %d gets, p99 %v, max %v (bound %v); %v", res.probes, res.p99, res.maxLatency, bound, res.kernel)
 				if res.probes < 50 || res.errors > 0 {
 					t.Fatalf("probe: %d gets, %d errors", res.probes, res.errors)
 				}
-				if p99s = append(p99s, res.p99); res.p99 <= bound {
+				if res.maxLatency <= bound {
 					return
 				}
+				misses = append(misses, fmt.Sprintf("%v (bound %v)", res.maxLatency, bound))
 			}
-			t.Errorf("probe p99 %v beside 400 non-reading clients, want <= %v", p99s, bound)
+			t.Errorf("probe's longest wait beside 400 non-reading clients %v, want <= %dx memcached's + %v (%v without memcached)",
+				misses, probeWaitFactor, probeWaitSlack, probeWaitAlone)
 		})
 	}
 }
