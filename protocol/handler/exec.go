@@ -70,7 +70,7 @@ func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, boo
 		return out, true
 	case protocol.CmdShutdown:
 		if !h.cfg.EnableShutdown {
-			return appendLine(out, protocol.ReplyShutdownDisabled), false
+			return reply(out, r.Noreply, protocol.ReplyShutdownDisabled+"\r\n"), false
 		}
 		if h.cfg.OnShutdown != nil && h.shutdownOnce.CompareAndSwap(false, true) {
 			go h.cfg.OnShutdown()

@@ -89,7 +89,8 @@ func TestExecute(t *testing.T) {
 		{"unknown", "bogus\r\n", "ERROR\r\n"},
 		{"stats unknown group", "stats bogus\r\n", "ERROR\r\n"},
 		{"stats reset", "stats reset\r\n", "RESET\r\n"},
-		{"shutdown disabled", "shutdown\r\n", "ERROR: shutdown not enabled\r\n"},
+		{"shutdown disabled", "shutdown\r\n", "SERVER_ERROR: shutdown not enabled\r\n"},
+		{"shutdown disabled noreply", "shutdown noreply\r\n", ""},
 		{"too large set unlinks", "set a 0 0 1\r\n1\r\nset a 0 0 2000000\r\n" + strings.Repeat("x", 2000000) + "\r\nget a\r\n",
 			"STORED\r\nSERVER_ERROR object too large for cache\r\nEND\r\n"},
 	}
