@@ -205,6 +205,16 @@ var parseCases = []parseCase{
 	{"touch extra", "touch k 10 20\r\n", []string{`touch key="k" exp=10`}},
 	{"touch too few", "touch k\r\n", []string{eFormat}},                          // newer.go: too few tokens
 	{"touch too many", "touch k 10 20 30\r\n", []string{`touch key="k" exp=10`}}, // newer.go: extra tokens
+	// memcached 1.6.45's number limits (newer.go: strict numbers), checked against it.
+	{"touch exptime int32 max", "touch k 2147483647\r\n", []string{`touch key="k" exp=2147483647`}},
+	{"touch exptime int32 min", "touch k -2147483648\r\n", []string{`touch key="k" exp=-2147483648`}},
+	{"touch exptime over int32", "touch k 2147483648\r\n", []string{`error "CLIENT_ERROR invalid exptime argument" failed=touch key="k"`}},
+	{"touch exptime under int32", "touch k -2147483649\r\n", []string{`error "CLIENT_ERROR invalid exptime argument" failed=touch key="k"`}},
+	{"incr delta uint64 max", "incr k 18446744073709551615\r\n", []string{`incr key="k" delta=18446744073709551615`}},
+	{"verbosity uint32 max", "verbosity 4294967295\r\n", []string{`verbosity delta=4294967295 args=["4294967295"]`}},
+	{"verbosity over uint32", "verbosity 4294967296\r\n", []string{eFormat + " failed=verbosity"}},
+	{"length of 11 digits", "set k 0 0 00000000001\r\nx\r\n", []string{`set key="k" data="x"`}},
+	{"length of 12 digits", "set k 0 0 000000000001\r\nx\r\n", []string{eFormat, eFormat}},
 	{"touch bad exptime", "touch k abc\r\n", []string{eExptime + ` failed=touch key="k"`}},
 	{"touch bad exptime noreply", "touch k abc noreply\r\n", []string{eExptime + ` failed=touch key="k" noreply`}},
 	{"touch noreply as exptime", "touch k noreply\r\n", []string{eExptime + ` failed=touch key="k" noreply`}},
