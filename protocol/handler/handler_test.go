@@ -161,6 +161,14 @@ func TestOptionalCommands(t *testing.T) {
 	if got, _ := run(s, "verbosity 2\r\n"); got != "OK\r\n" || level.Load() != 2 {
 		t.Fatalf("verbosity: %q level %d", got, level.Load())
 	}
+	for _, bad := range []string{"shutdown foo\r\n", "shutdown graceful x\r\n"} {
+		if got, closed := run(s, bad); closed || got != "CLIENT_ERROR invalid shutdown mode\r\n" {
+			t.Fatalf("%q with -A: %q, closed %v", bad, got, closed)
+		}
+	}
+	if got, closed := run(s, "shutdown noreply\r\n"); closed || got != "" {
+		t.Fatalf("shutdown noreply with -A: %q, closed %v (memcached 1.6.45: a silent invalid mode)", got, closed)
+	}
 	if _, closed := run(s, "shutdown\r\n"); !closed {
 		t.Fatalf("shutdown with -A did not close the connection")
 	}
