@@ -55,7 +55,7 @@ const (
 	ReplyInvalidExptime   = "CLIENT_ERROR invalid exptime argument"
 	ReplyDeleteUsage      = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]"
 	ReplyFlushDisabled    = "CLIENT_ERROR flush_all not allowed"
-	ReplyShutdownDisabled = "ERROR: shutdown not enabled"
+	ReplyShutdownDisabled = "SERVER_ERROR: shutdown not enabled" // memcached 1.6.45 (1.6.18: "ERROR: shutdown not enabled")
 	ReplyShutdownMode     = "CLIENT_ERROR invalid shutdown mode"
 	ReplyStatsDetailUsage = "CLIENT_ERROR usage: stats detail on|off|dump"
 	ReplyCachedumpDenied  = "CLIENT_ERROR stats cachedump not allowed"
@@ -76,7 +76,29 @@ var (
 	// command and to a storage line with too few tokens (1.6.18 answered
 	// both ERROR). Its parser fails before it looks for noreply, so it is
 	// always sent.
-	errTooShort       = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Was1618: errUnknown}
+	errTooShort = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Was1618: errUnknown}
+	// errTooFew is memcached 1.6.45's reply to a get, gets, gat, gats,
+	// incr, decr, touch or delete without its key or number (1.6.18:
+	// ERROR; END to a gat with its exptime only). Sent whatever noreply says.
+	errTooFew = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Was1618: errUnknown}
+	// errNoLevel: a verbosity without its level (1.6.18: ERROR).
+	errNoLevel = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Silent: true, Was1618: errUnknown}
+	// errBadLength: a storage line whose length does not parse as memcached
+	// 1.6.45 reads it (digits only, 32 bits), sent whatever noreply says
+	// (1.6.18 honoured noreply).
+	errBadLength = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Was1618: errBadFormat}
+	// errBadLengthCas: the same on a cas without its unique (1.6.18: ERROR).
+	errBadLengthCas = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Was1618: errUnknownLoud}
+	// errCasNoUnique: a cas without its unique (1.6.18: ERROR, whatever
+	// noreply said); its data block is swallowed.
+	errCasNoUnique = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Silent: true, Was1618: errUnknownLoud}
+	// errUnknownQuiet: an unknown command whose last token is noreply, which
+	// memcached 1.6.45 silences (1.6.18 answered ERROR).
+	errUnknownQuiet = &Error{Reply: ReplyError, Kind: ErrGeneric, Silent: true, Was1618: errUnknownLoud}
+	errUnknownLoud  = &Error{Reply: ReplyError, Kind: ErrGeneric}
+	// errUnknownWasHTTP: a line of one token starting with "HTTP/", on which
+	// memcached 1.6.18 closed the connection (1.6.45 needs two tokens).
+	errUnknownWasHTTP = &Error{Reply: ReplyError, Kind: ErrGeneric, Silent: true, Was1618: errHTTPRequest}
 	errBadFormat      = &Error{Reply: ReplyBadFormat, Kind: ErrGeneric, Silent: true}
 	errBadDataChunk   = &Error{Reply: ReplyBadDataChunk, Kind: ErrBadChunk, Silent: true}
 	errTooLarge       = &Error{Reply: ReplyTooLarge, Kind: ErrTooLarge, Silent: true}
@@ -87,6 +109,9 @@ var (
 	// line has no "\n" after 2048 bytes (unless it is a get/gets line).
 	errLineTooLong = &Error{Reply: "", Kind: ErrLineTooLong, Close: true}
 	// errHTTPRequest: memcached closes the connection without a reply on an
-	// unknown command that looks like an HTTP request (see isHTTPRequest).
+	// unknown command that looks like an HTTP request (see parseLine).
 	errHTTPRequest = &Error{Reply: "", Kind: ErrGeneric, Close: true}
+	// errHTTPRequestNew: the same for a command name memcached 1.6.18
+	// answered ERROR (see isHTTPRequest1618).
+	errHTTPRequestNew = &Error{Reply: "", Kind: ErrGeneric, Close: true, Was1618: errUnknown}
 )

@@ -47,21 +47,21 @@ var parseCases = []parseCase{
 	{"incomplete line", "get a", []string{"pending 5 need=0"}},
 	{"bare lf", "get a\n", []string{`get keys=["a"]`}},
 	{"cr cr lf keeps one cr", "get a\r\r\n", []string{`get keys=["a\r"]`}},
-	{"leading spaces", "   get  a  \r\n", []string{`get keys=["a"]`}},
-	{"nul truncates line", "get k\x00y z\r\n", []string{`get keys=["k"]`}},
+	{"leading spaces", "   get  a  \r\n", []string{eUnknown}}, // newer.go: command name
+	{"inner spaces", "get  a  \r\n", []string{`get keys=["a"]`}},
+	{"nul is a byte of the line", "get k\x00y z\r\n", []string{`get keys=["k\x00y" "z"]`}}, // newer.go: command name
 	{"nul in command", "ge\x00t k\r\n", []string{eUnknown}},
 	{"nul line", "\x00\r\n", []string{eFormat}},
 	{"pipelined", "get a\r\nget b\r\nversion\r\n", []string{`get keys=["a"]`, `get keys=["b"]`, "version"}},
 
 	// Retrieval.
-	{"get no key", "get\r\n", []string{eUnknown}},
-	{"get space no key", "get \r\n", []string{eUnknown}},
-	{"gets no key", "gets\r\n", []string{eUnknown}},
+	{"get no key", "get\r\n", []string{eFormat}}, // newer.go: too few tokens
+	{"get space no key", "get \r\n", []string{eFormat}},
+	{"gets no key", "gets\r\n", []string{eFormat}},
 	{"getx", "getx a\r\n", []string{eUnknown}},
 	{"get many keys", "get a b c\r\n", []string{`get keys=["a" "b" "c"]`}},
 	{"gets", "gets a b\r\n", []string{`gets keys=["a" "b"]`}},
-	{"bget alias", "bget a\r\n", []string{`get keys=["a"]`}},
-	{"bget no key", "bget\r\n", []string{eUnknown}},
+	{"bget is gone", "bget a\r\n", []string{eUnknown}}, // newer.go: command name
 	{"get control bytes in key", "get k\x01y k\ty k\x7fy k\xffy\r\n", []string{`get keys=["k\x01y" "k\ty" "k\x7fy" "k\xffy"]`}},
 	{"get cr inside key", "get k\rx\r\n", []string{`get keys=["k\rx"]`}},
 	{"get noreply is a key", "get a noreply\r\n", []string{`get keys=["a" "noreply"]`}},
@@ -76,10 +76,11 @@ var parseCases = []parseCase{
 		[]string{`get keys=["a" "b" "c" "d" "e" "f" "g" "h" "i" "j" "k" "l" "m" "n" "o" "p" "q" "r" "s" "t" "u" "v" "w"]`}},
 	{"gat", "gat 10 a b\r\n", []string{`gat keys=["a" "b"] exp=10`}},
 	{"gats", "gats -1 a\r\n", []string{`gats keys=["a"] exp=-1`}},
-	{"gat no key", "gat 10\r\n", []string{"gat exp=10"}},
-	{"gat nothing", "gat\r\n", []string{eUnknown}},
+	{"gat no key", "gat 10\r\n", []string{eFormat}}, // newer.go: too few tokens
+	{"gat nothing", "gat\r\n", []string{eFormat}},
 	{"gat bad exptime", "gat abc k\r\n", []string{eExptime + " failed=gat"}},
-	{"gat exptime truncated to 32 bits", "gat 4294967297 k\r\n", []string{`gat keys=["k"] exp=1`}},
+	{"gat exptime above 32 bits", "gat 4294967297 k\r\n", []string{`error "CLIENT_ERROR invalid exptime argument" failed=gat`}}, // newer.go: strict numbers
+	{"gat exptime minus", "gat - k\r\n", []string{`gat keys=["k"]`}},
 	{"gat exptime overflow 64 bits", "gat 99999999999999999999 k\r\n", []string{eExptime + " failed=gat"}},
 
 	// Storage.
@@ -99,24 +100,28 @@ var parseCases = []parseCase{
 	{"cas noreply as unique", "cas k 0 0 1 noreply\r\nx\r\n", []string{eFormat + ` failed=cas key="k" noreply`, "none"}}, // the data block swallowed (newer.go: swallow rejected data)
 	{"cas bad unique", "cas k 0 0 1 abc\r\nx\r\n", []string{eFormat + ` failed=cas key="k"`, "none"}},                    // the data block swallowed (newer.go: swallow rejected data)
 	{"cas negative unique", "cas k 0 0 1 -1\r\nx\r\n", []string{eFormat + ` failed=cas key="k"`, "none"}},                // the data block swallowed (newer.go: swallow rejected data)
-	{"cas too many tokens", "cas k 0 0 1 5 6 7\r\nx\r\n", []string{eUnknown, eFormat}},
+	{"cas too many tokens", "cas k 0 0 1 5 6 7\r\nx\r\n", []string{`cas key="k" cas=5 data="x"`}},                        // newer.go: extra tokens
 	{"empty value", "set k 0 0 0\r\n\r\n", []string{`set key="k" data=""`}},
 	{"value with crlf inside", "set k 0 0 4\r\na\r\nb\r\n", []string{`set key="k" data="a\r\nb"`}},
 	{"line bare lf", "set k 0 0 5\nhello\r\n", []string{`set key="k" data="hello"`}},
-	{"line cr cr lf", "set k 0 0 5\r\r\nhello\r\n", []string{`set key="k" data="hello"`}},
+	{"line cr cr lf", "set k 0 0 5\r\r\nhello\r\n", []string{eFormat, eUnknown}}, // newer.go: strict numbers
 	{"trailing space", "set k 0 0 5 \r\nhello\r\n", []string{`set key="k" data="hello"`}},
 	{"double spaces", "set  k  0  0  5\r\nhello\r\n", []string{`set key="k" data="hello"`}},
-	{"nul ends storage line", "set k 0 0 1\x00 junk\r\nx\r\n", []string{`set key="k" data="x"`}},
+	{"nul in the length", "set k 0 0 1\x00 junk\r\nx\r\n", []string{eFormat, eFormat}}, // newer.go: command name, strict numbers
+	{"nul after the flags", "set k 5\x00x 0 1\r\nx\r\n", []string{`set key="k" flags=5 data="x"`}},
 	{"set control byte key", "set k\x01y 0 0 1\r\nx\r\n", []string{`set key="k\x01y" data="x"`}},
 	{"set too few tokens", "set k 0 0\r\nhello\r\n", []string{eFormat, eUnknown}},
-	{"set too many tokens", "set k 0 0 5 noreply foo\r\nhello\r\n", []string{eUnknown, eUnknown}},
-	{"set 30 tokens", "set k 0 0 1 a b c d e f g h i j k l m n o p q r s t u v w x y z\r\nx\r\n", []string{eUnknown, eFormat}},
-	{"set noreply as length", "set k 0 0 noreply\r\nhello\r\n", []string{eFormat + ` failed=set key="k" noreply`, eUnknown}},
-	{"set negative length", "set k 0 0 -1\r\nhello\r\n", []string{eFormat + ` failed=set key="k"`, eUnknown}},
-	{"set bad length", "set k 0 0 abc\r\nhello\r\n", []string{eFormat + ` failed=set key="k"`, eUnknown}},
-	{"set length INT_MAX", "set k 0 0 2147483647\r\nhello\r\n", []string{eFormat + ` failed=set key="k"`, eUnknown}},
-	{"set length INT_MAX-1", "set k 0 0 2147483646\r\nhello\r\n", []string{eFormat + ` failed=set key="k"`, eUnknown}},
-	{"set length truncated to 32 bits", "set k 0 0 4294967297\r\nh\r\n", []string{`set key="k" data="h"`}},
+	{"set too many tokens", "set k 0 0 5 noreply foo\r\nhello\r\n", []string{`set key="k" data="hello"`}}, // newer.go: extra tokens
+	{"set extra tokens noreply last", "set k 0 0 5 foo noreply\r\nhello\r\n", []string{`set key="k" data="hello" noreply`}},
+	{"set 30 tokens", "set k 0 0 1 a b c d e f g h i j k l m n o p q r s t u v w x y z\r\nx\r\n", []string{`set key="k" data="x"`}},
+	{"set noreply as length", "set k 0 0 noreply\r\nhello\r\n", []string{eFormat + " noreply", eUnknown}}, // sent all the same
+	{"set negative length", "set k 0 0 -1\r\nhello\r\n", []string{eFormat, eUnknown}},
+	{"set plus length", "set k 0 0 +1\r\nh\r\n", []string{eFormat, eFormat}},
+	{"set bad length", "set k 0 0 abc\r\nhello\r\n", []string{eFormat, eUnknown}},
+	{"set length INT_MAX", "set k 0 0 2147483647\r\nhello\r\n", []string{eFormat, eUnknown}},
+	{"set length INT_MAX-1", "set k 0 0 2147483646\r\nhello\r\n", []string{eFormat, eUnknown}},
+	{"set length above 32 bits", "set k 0 0 4294967297\r\nh\r\n", []string{eFormat, eFormat}}, // newer.go: strict numbers
+	{"set length minus zero", "set k 0 0 -0\r\n\r\n", []string{`set key="k" data=""`}},
 	{"set negative flags", "set k -1 0 5\r\nhello\r\n", []string{eFormat + ` failed=set key="k"`, "none"}}, // the data block swallowed (newer.go: swallow rejected data)
 	{"set minus zero flags", "set k -0 0 5\r\nhello\r\n", []string{`set key="k" data="hello"`}},
 	{"set max flags", "set k 4294967295 0 1\r\nx\r\n", []string{`set key="k" flags=4294967295 data="x"`}},
@@ -159,7 +164,7 @@ var parseCases = []parseCase{
 
 	// delete.
 	{"delete", "delete k\r\n", []string{`delete key="k"`}},
-	{"delete nothing", "delete\r\n", []string{eUnknown}},
+	{"delete nothing", "delete\r\n", []string{eFormat}}, // newer.go: too few tokens
 	{"delete 0", "delete k 0\r\n", []string{`delete key="k"`}},
 	{"delete noreply", "delete k noreply\r\n", []string{`delete key="k" noreply`}},
 	{"delete 0 noreply", "delete k 0 noreply\r\n", []string{`delete key="k" noreply`}},
@@ -179,17 +184,17 @@ var parseCases = []parseCase{
 	{"decr", "decr k 3\r\n", []string{`decr key="k" delta=3`}},
 	{"incr noreply", "incr k 1 noreply\r\n", []string{`incr key="k" delta=1 noreply`}},
 	{"incr extra token", "incr k 1 2\r\n", []string{`incr key="k" delta=1`}},
-	{"incr too few", "incr k\r\n", []string{eUnknown}},
-	{"incr too many", "incr k 1 2 3\r\n", []string{eUnknown}},
+	{"incr too few", "incr k\r\n", []string{eFormat}},                       // newer.go: too few tokens
+	{"incr too many", "incr k 1 2 3\r\n", []string{`incr key="k" delta=1`}}, // newer.go: extra tokens
 	{"incr noreply as delta", "incr k noreply\r\n", []string{eDelta + ` failed=incr key="k" noreply`}},
 	{"incr negative", "incr k -1\r\n", []string{eDelta + ` failed=incr key="k"`}},
 	{"incr non numeric", "incr k abc\r\n", []string{eDelta + ` failed=incr key="k"`}},
 	{"incr overflow", "incr k 18446744073709551616\r\n", []string{eDelta + ` failed=incr key="k"`}},
 	{"incr max", "incr k 18446744073709551615\r\n", []string{`incr key="k" delta=18446744073709551615`}},
-	{"incr negated max", "incr k -18446744073709551615\r\n", []string{`incr key="k" delta=1`}},
-	{"incr minus zero", "incr k -0\r\n", []string{`incr key="k"`}},
-	{"incr plus", "incr k +5\r\n", []string{`incr key="k" delta=5`}},
-	{"incr tab minus after", "incr k 5\t-\r\n", []string{`incr key="k" delta=5`}},
+	{"incr negated max", "incr k -18446744073709551615\r\n", []string{`error "CLIENT_ERROR invalid numeric delta argument" failed=incr key="k"`}}, // newer.go: strict numbers
+	{"incr minus zero", "incr k -0\r\n", []string{`error "CLIENT_ERROR invalid numeric delta argument" failed=incr key="k"`}},
+	{"incr plus", "incr k +5\r\n", []string{`error "CLIENT_ERROR invalid numeric delta argument" failed=incr key="k"`}},
+	{"incr tab minus after", "incr k 5\t-\r\n", []string{`error "CLIENT_ERROR invalid numeric delta argument" failed=incr key="k"`}},
 	{"incr big with minus after tab", "incr k 18446744073709551615\t-\r\n", []string{eDelta + ` failed=incr key="k"`}},
 	{"incr key 251", "incr " + key251 + " 1\r\n", []string{eFormat + " failed=incr"}},
 	{"decr key 251 noreply", "decr " + key251 + " 1 noreply\r\n", []string{eFormat + " failed=decr noreply"}},
@@ -198,8 +203,18 @@ var parseCases = []parseCase{
 	{"touch", "touch k 10\r\n", []string{`touch key="k" exp=10`}},
 	{"touch noreply", "touch k 10 noreply\r\n", []string{`touch key="k" exp=10 noreply`}},
 	{"touch extra", "touch k 10 20\r\n", []string{`touch key="k" exp=10`}},
-	{"touch too few", "touch k\r\n", []string{eUnknown}},
-	{"touch too many", "touch k 10 20 30\r\n", []string{eUnknown}},
+	{"touch too few", "touch k\r\n", []string{eFormat}},                          // newer.go: too few tokens
+	{"touch too many", "touch k 10 20 30\r\n", []string{`touch key="k" exp=10`}}, // newer.go: extra tokens
+	// memcached 1.6.45's number limits (newer.go: strict numbers), checked against it.
+	{"touch exptime int32 max", "touch k 2147483647\r\n", []string{`touch key="k" exp=2147483647`}},
+	{"touch exptime int32 min", "touch k -2147483648\r\n", []string{`touch key="k" exp=-2147483648`}},
+	{"touch exptime over int32", "touch k 2147483648\r\n", []string{`error "CLIENT_ERROR invalid exptime argument" failed=touch key="k"`}},
+	{"touch exptime under int32", "touch k -2147483649\r\n", []string{`error "CLIENT_ERROR invalid exptime argument" failed=touch key="k"`}},
+	{"incr delta uint64 max", "incr k 18446744073709551615\r\n", []string{`incr key="k" delta=18446744073709551615`}},
+	{"verbosity uint32 max", "verbosity 4294967295\r\n", []string{`verbosity delta=4294967295 args=["4294967295"]`}},
+	{"verbosity over uint32", "verbosity 4294967296\r\n", []string{eFormat + " failed=verbosity"}},
+	{"length of 11 digits", "set k 0 0 00000000001\r\nx\r\n", []string{`set key="k" data="x"`}},
+	{"length of 12 digits", "set k 0 0 000000000001\r\nx\r\n", []string{eFormat, eFormat}},
 	{"touch bad exptime", "touch k abc\r\n", []string{eExptime + ` failed=touch key="k"`}},
 	{"touch bad exptime noreply", "touch k abc noreply\r\n", []string{eExptime + ` failed=touch key="k" noreply`}},
 	{"touch noreply as exptime", "touch k noreply\r\n", []string{eExptime + ` failed=touch key="k" noreply`}},
@@ -217,14 +232,15 @@ var parseCases = []parseCase{
 	{"flush_all bad noreply", "flush_all abc noreply\r\n", []string{eExptime + " failed=flush_all noreply"}},
 	{"flush_all noreply first", "flush_all noreply 10\r\n", []string{eExptime + " failed=flush_all"}},
 	{"flush_all overflow", "flush_all 99999999999999999999\r\n", []string{eExptime + " failed=flush_all"}},
-	{"flush_all too many", "flush_all 1 2 3\r\n", []string{eUnknown}},
+	{"flush_all too many", "flush_all 1 2 3\r\n", []string{`flush_all exp=1 args=["1" "2" "3"]`}}, // newer.go: extra tokens
+	{"flush_all leading space", " flush_all\r\n", []string{`flush_all`}},
 
 	// verbosity, version, quit, stats, shutdown.
 	{"verbosity", "verbosity 1\r\n", []string{`verbosity delta=1 args=["1"]`}},
 	{"verbosity noreply", "verbosity 1 noreply\r\n", []string{`verbosity delta=1 args=["1"] noreply`}},
 	{"verbosity extra", "verbosity 1 2\r\n", []string{`verbosity delta=1 args=["1" "2"]`}},
-	{"verbosity none", "verbosity\r\n", []string{eUnknown}},
-	{"verbosity too many", "verbosity 1 2 3\r\n", []string{eUnknown}},
+	{"verbosity none", "verbosity\r\n", []string{eFormat + " failed=verbosity"}},                    // newer.go: too few tokens
+	{"verbosity too many", "verbosity 1 2 3\r\n", []string{`verbosity delta=1 args=["1" "2" "3"]`}}, // newer.go: extra tokens
 	{"verbosity bad", "verbosity abc\r\n", []string{eFormat + " failed=verbosity"}},
 	{"verbosity negative", "verbosity -1\r\n", []string{eFormat + " failed=verbosity"}},
 	{"verbosity noreply only", "verbosity noreply\r\n", []string{eFormat + " failed=verbosity noreply"}},
@@ -252,18 +268,18 @@ var parseCases = []parseCase{
 	{"http get", "GET / HTTP/1.0\r\n", []string{eClose}},
 	{"http put", "PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n", []string{eClose}},
 	{"http delete", "DELETE HTTP/1.1\r\n", []string{eClose}},
-	{"http bare version", "HTTP/1.0\r\n", []string{eClose}},
+	{"http bare version", "HTTP/1.0\r\n", []string{eUnknown}}, // newer.go: command name (two tokens at least)
 	{"http three-letter m", "mzz HTTP/1.0\r\n", []string{eClose}},
 	{"http 23rd token", "zz" + strings.Repeat(" a", 21) + " HTTP/1.0 b c\r\n", []string{eClose}},
 	{"http 22nd token is not the last", "zz" + strings.Repeat(" a", 20) + " HTTP/1.0 b c\r\n", []string{eUnknown}},
-	{"http not last", "zz HTTP/1.0 noreply\r\n", []string{eUnknown}},
+	{"http not last", "zz HTTP/1.0 noreply\r\n", []string{eUnknown + " noreply"}}, // newer.go: command name (silent)
 	{"http lower case", "zz http/1.0\r\n", []string{eUnknown}},
-	{"http one-byte command", "x HTTP/1.0\r\n", []string{eUnknown}},
-	{"http dispatched letter", "sz HTTP/1.0\r\n", []string{eUnknown}},
-	{"http two-letter m", "mz HTTP/1.0\r\n", []string{eUnknown}},
+	{"http one-byte command", "x HTTP/1.0\r\n", []string{eClose}}, // newer.go: command name
+	{"http dispatched letter", "sz HTTP/1.0\r\n", []string{eClose}},
+	{"http two-letter m", "mz HTTP/1.0\r\n", []string{eClose}},
 	{"http known to memcached", "watch HTTP/1.1\r\n", []string{`watch args=["HTTP/1.1"]`}},
 	{"slabs", "slabs automove 1\r\n", []string{`slabs args=["automove" "1"]`}},
-	{"cache_memlimit", "cache_memlimit 64 noreply\r\n", []string{`cache_memlimit args=["64" "noreply"]`}},
+	{"cache_memlimit", "cache_memlimit 64 noreply\r\n", []string{`cache_memlimit args=["64" "noreply"] noreply`}},
 	{"http near-miss of a known name", "watchx HTTP/1.1\r\n", []string{eClose}},
 
 	// Overlong lines.

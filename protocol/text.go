@@ -6,9 +6,17 @@ import (
 )
 
 // This file turns one classic text line into a Request, following memcached
-// 1.6.18's process_command_ascii and its process_*_command functions,
-// including the order of their checks (which decides the reply when several
-// things are wrong) and where noreply is recognised.
+// 1.6.45's process_request (proto_parser.c) and process_command_ascii
+// (proto_text.c), including the order of their checks (which decides the
+// reply when several things are wrong). Where 1.6.45 answers differently
+// from 1.6.18 (transcript.Differences), the error carries 1.6.18's reply
+// (Error.Was1618).
+//
+// As 1.6.45 does, the command is the bytes before the first space (a line
+// with leading spaces names no command), the line is read by its length
+// (a NUL byte is part of a token), at most 23 tokens are split off and the
+// command uses the ones it needs, ignoring the rest, and noreply is the
+// last token whatever the count.
 
 // minCommandLine is the shortest line memcached 1.6.45 parses, its line
 // ending included ("mn\r\n").
@@ -19,20 +27,24 @@ const minCommandLine = 4
 func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 	r.reset()
 	p.need = 0
-	line := textLine(buf, lineEnd)
+	line := buf[:lineEnd]
 	r.Line = line
-	n, rest := p.tokenize(line)
 	// memcached 1.6.45 refuses a line shorter than four bytes with its line
 	// ending (a blank line, " \n", "x\r\n"): no command is that short.
 	if next < minCommandLine {
 		return fail(r, errTooShort, next)
 	}
-	// memcached: no command is shorter than two bytes.
-	if n == 0 || len(p.toks[0]) < 2 {
-		return fail(r, errUnknown, next)
+	name := line
+	if k := bytes.IndexByte(line, ' '); k >= 0 {
+		name = line[:k]
 	}
-	switch string(p.toks[0]) {
-	case "get", "bget": // bget: an undocumented alias memcached still accepts
+	switch string(name) {
+	case "mg", "ms", "md", "ma", "mn", "me":
+		return p.parseMeta(buf, lineEnd, r)
+	}
+	n, rest := p.tokenize(line)
+	switch string(name) {
+	case "get":
 		return p.parseGet(r, CmdGet, line, n, rest, next)
 	case "gets":
 		return p.parseGet(r, CmdGets, line, n, rest, next)
@@ -60,30 +72,53 @@ func (p *Parser) parseLine(buf []byte, lineEnd, next int, r *Request) int {
 		return p.parseArith(r, CmdDecr, n, next)
 	case "touch":
 		return p.parseTouch(r, n, next)
-	case "flush_all":
-		return p.parseFlushAll(r, n, next)
-	case "verbosity":
-		return p.parseVerbosity(r, n, next)
 	case "version":
 		r.Cmd = CmdVersion
 		return next
 	case "quit":
 		r.Cmd = CmdQuit
 		return next
-	case "stats", "lru_crawler", "lru", "slabs", "watch", "cache_memlimit", "shutdown":
-		// Commands whose arguments the handler parses (Request.Args).
-		r.Cmd = argCommands[string(p.toks[0])]
+	case "stats", "watch":
+		r.Cmd = argCommands[string(name)]
 		r.Args = append(r.Args, p.toks[1:n]...)
 		return next
-	case "refresh_certs":
-		r.Cmd = CmdRefreshCerts
-		r.Noreply = p.isNoreply(n)
-		return next
-	case "mg", "ms", "md", "ma", "mn", "me":
-		return p.parseMeta(buf, lineEnd, r)
 	}
-	if isHTTPRequest(p.toks[0], p.toks[n-1]) {
-		return fail(r, errHTTPRequest, next)
+	// memcached 1.6.45 looks the rarer commands up by their first token,
+	// which leading spaces do not hide (" flush_all" flushes).
+	if n > 0 {
+		switch string(p.toks[0]) {
+		case "flush_all":
+			return p.parseFlushAll(r, n, next)
+		case "verbosity":
+			return p.parseVerbosity(r, n, next)
+		case "lru_crawler", "lru", "slabs", "cache_memlimit", "shutdown":
+			// Commands whose arguments the handler parses (Request.Args).
+			r.Cmd = argCommands[string(p.toks[0])]
+			r.Noreply = p.isNoreply(n)
+			r.Args = append(r.Args, p.toks[1:n]...)
+			return next
+		case "refresh_certs":
+			r.Cmd = CmdRefreshCerts
+			r.Noreply = p.isNoreply(n)
+			return next
+		}
+	}
+	// memcached 1.6.45 closes the connection on an unknown command whose
+	// last token (of two or more) starts with "HTTP/", so that a browser
+	// tricked into sending a request to the cache gets nothing back (its
+	// t/malicious-commands.t), and honours a last noreply on ERROR.
+	if n > 1 && bytes.HasPrefix(p.toks[n-1], []byte("HTTP/")) {
+		if isHTTPRequest1618(p.toks[0]) {
+			return fail(r, errHTTPRequest, next)
+		}
+		return fail(r, errHTTPRequestNew, next)
+	}
+	if n == 1 && bytes.HasPrefix(p.toks[0], []byte("HTTP/")) && isHTTPRequest1618(p.toks[0]) {
+		return fail(r, errUnknownWasHTTP, next)
+	}
+	if n > 0 && p.isNoreply(n) {
+		r.Noreply = true
+		return fail(r, errUnknownQuiet, next)
 	}
 	return fail(r, errUnknown, next)
 }
@@ -94,18 +129,12 @@ var argCommands = map[string]Command{
 	"cache_memlimit": CmdCacheMemlimit, "shutdown": CmdShutdown, "lru": CmdLru,
 }
 
-// isHTTPRequest reports whether an unknown command named cmd, whose last
-// token is last, is what memcached takes for an HTTP request: the last token
-// starts with "HTTP/". memcached closes the connection on it without a reply,
-// so that a browser tricked into sending a request to the cache gets nothing
-// back (its t/malicious-commands.t). It only looks once its dispatch has
-// found no command: names starting with a, c, d, g, i, s or t, two-letter
-// names starting with m, and the commands it serves that tandem does not
-// (extstore) are answered ERROR instead.
-func isHTTPRequest(cmd, last []byte) bool {
-	if !bytes.HasPrefix(last, []byte("HTTP/")) {
-		return false
-	}
+// isHTTPRequest1618 reports whether memcached 1.6.18 also closed on an
+// unknown command named cmd whose last token starts with "HTTP/": it
+// looked only once its dispatch had found no command, so names starting
+// with a, c, d, g, i, s or t, two-letter names starting with m, and the
+// commands it served that tandem does not (extstore) were answered ERROR.
+func isHTTPRequest1618(cmd []byte) bool {
 	switch {
 	case bytes.IndexByte([]byte("acdgist"), cmd[0]) >= 0:
 		return false
@@ -133,23 +162,27 @@ func (p *Parser) isNoreply(n int) bool {
 }
 
 // parseGet parses get, gets, gat and gats (process_get_command). Keys past
-// memcached's 23-token window come from the unprocessed rest of the line.
+// the 23-token window come from the unprocessed rest of the line.
 // A key longer than 250 bytes fails the whole command before any lookup;
 // memcached discards the replies of the keys before it, so only side effects
 // on those earlier keys (LRU bumps, gat touches, hit counters) differ.
 func (p *Parser) parseGet(r *Request, cmd Command, line []byte, n, rest, next int) int {
-	if n+1 < 3 {
-		return fail(r, errUnknown, next)
-	}
 	first := 1
 	if cmd == CmdGat || cmd == CmdGats {
-		exptime, ok := safeStrtol(p.toks[1])
+		first = 2
+	}
+	if n <= first {
+		// memcached 1.6.45: no key ("get \r\n", "gat 10") is a format
+		// error; 1.6.18 answered ERROR, and END to a gat without keys.
+		return fail(r, errTooFew, next)
+	}
+	if first == 2 {
+		exptime, ok := tokInt32(p.toks[1])
 		if !ok {
 			r.FailedCmd = cmd
 			return fail(r, errInvalidExptime, next)
 		}
 		r.Exptime = int64(exptime)
-		first = 2
 	}
 	for _, k := range p.toks[first:n] {
 		if len(k) > MaxKeyLen {
@@ -172,10 +205,7 @@ func (p *Parser) parseGet(r *Request, cmd Command, line []byte, n, rest, next in
 		r.Keys = append(r.Keys, line[s:e])
 		s = e
 	}
-	// "gat <exptime>" without keys is valid: memcached answers END.
-	if len(r.Keys) > 0 {
-		r.Key = r.Keys[0]
-	}
+	r.Key = r.Keys[0]
 	r.Cmd = cmd
 	return next
 }
@@ -195,47 +225,44 @@ func (p *Parser) failKeys(r *Request, cmd Command, next int) int {
 // parseStorage parses set, add, replace, append, prepend and cas
 // (process_update_command) and frames their data block.
 func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) int {
-	nt := n + 1 // memcached's ntokens
-	switch {
-	case n < 5:
+	if n < 5 {
 		// memcached 1.6.45: a storage line without its key, flags, exptime
 		// and length is a format error, sent whatever noreply says; 1.6.18
 		// answered ERROR.
 		return fail(r, errTooShort, next)
-	case cmd == CmdCas && n == 5:
-		// memcached 1.6.45: a cas without its unique is a format error (see
-		// below for its data block); 1.6.18 answered ERROR.
-	case cmd == CmdCas && nt != 7 && nt != 8, cmd != CmdCas && nt != 6 && nt != 7:
-		return fail(r, errUnknown, next)
 	}
-	// memcached 1.6.45 parses the length first: a line whose length does
-	// not parse is refused and its data block read as a command (as 1.6.18
-	// did). Once the length parsed, every other refusal (key too long, bad
-	// flags, exptime or unique, a cas without its unique) swallows the data
-	// block and its "\r\n" (conn_swallow), and noreply silences the reply;
-	// 1.6.18 read the block as a command.
-	vlen, ok := safeStrtol(p.toks[4])
-	lenOK := ok && vlen >= 0 && vlen <= math.MaxInt32-2
+	// memcached 1.6.45 parses the length first, strictly (digits only,
+	// 32 bits): a line whose length does not parse is refused whatever
+	// noreply says and its data block read as a command. Once the length
+	// parsed, every other refusal (key too long, bad flags, exptime or
+	// unique, a cas without its unique) swallows the data block and its
+	// "\r\n" (conn_swallow), and noreply silences the reply; 1.6.18 read
+	// the block as a command.
+	r.Noreply = p.isNoreply(n) // errBadLength is sent all the same
+	vlen, ok := tokInt32(p.toks[4])
+	if !ok || vlen < 0 || vlen > math.MaxInt32-2 {
+		if cmd == CmdCas && n == 5 {
+			return fail(r, errBadLengthCas, next)
+		}
+		return fail(r, errBadLength, next)
+	}
 	size := int(vlen)
 	refuse := func(e *Error) int {
-		if lenOK {
-			p.swallow = size + 2
-		}
+		p.swallow = size + 2
 		return fail(r, e, next)
 	}
-	if n == 5 && cmd == CmdCas {
-		return refuse(errTooShort)
+	if cmd == CmdCas && n == 5 {
+		// memcached 1.6.45: a cas without its unique is a format error
+		// (whichever of its checks fails first, the reply is the same);
+		// 1.6.18 answered ERROR.
+		return refuse(errCasNoUnique)
 	}
 	r.FailedCmd = cmd
-	r.Noreply = p.isNoreply(n)
 	key := p.toks[1]
 	if len(key) > MaxKeyLen {
 		return refuse(errBadFormat)
 	}
 	r.Key = key
-	if !lenOK {
-		return fail(r, errBadFormat, next)
-	}
 	flags, ok1 := p.parseFlags(p.toks[2])
 	exptime, ok2 := safeStrtol(p.toks[3])
 	if !ok1 || !ok2 {
@@ -244,7 +271,7 @@ func (p *Parser) parseStorage(buf []byte, r *Request, cmd Command, n, next int) 
 	r.Flags = flags
 	r.Exptime = int64(exptime)
 	if cmd == CmdCas {
-		cas, ok := safeStrtoull(p.toks[5])
+		cas, ok := tokUint64(p.toks[5])
 		if !ok {
 			return refuse(errBadFormat)
 		}
@@ -291,9 +318,16 @@ func (p *Parser) tooLarge(nkey int, flags uint64, size int) bool {
 }
 
 // parseDelete parses "delete <key> [0] [noreply]" (process_delete_command).
+// Without its key it is a format error, as in memcached 1.6.45. Tokens
+// after the key are checked as memcached 1.6.18 did ("0", the removed hold
+// time, and noreply only), not ignored as 1.6.45 does: libmemcached's
+// memcapable, run by the tests, requires "delete a b c d e" to fail.
 func (p *Parser) parseDelete(r *Request, n, next int) int {
 	nt := n + 1
-	if nt < 3 || nt > 5 {
+	switch {
+	case n < 2:
+		return fail(r, errTooFew, next)
+	case nt > 5:
 		return fail(r, errUnknown, next)
 	}
 	r.FailedCmd = CmdDelete
@@ -316,9 +350,8 @@ func (p *Parser) parseDelete(r *Request, n, next int) int {
 
 // parseArith parses "incr|decr <key> <delta> [noreply]".
 func (p *Parser) parseArith(r *Request, cmd Command, n, next int) int {
-	nt := n + 1
-	if nt != 4 && nt != 5 {
-		return fail(r, errUnknown, next)
+	if n < 3 {
+		return fail(r, errTooFew, next)
 	}
 	r.FailedCmd = cmd
 	r.Noreply = p.isNoreply(n)
@@ -326,7 +359,7 @@ func (p *Parser) parseArith(r *Request, cmd Command, n, next int) int {
 		return fail(r, errBadFormat, next)
 	}
 	r.Key = p.toks[1]
-	delta, ok := safeStrtoull(p.toks[2])
+	delta, ok := tokUint64(p.toks[2])
 	if !ok {
 		return fail(r, errInvalidDelta, next)
 	}
@@ -338,9 +371,8 @@ func (p *Parser) parseArith(r *Request, cmd Command, n, next int) int {
 
 // parseTouch parses "touch <key> <exptime> [noreply]".
 func (p *Parser) parseTouch(r *Request, n, next int) int {
-	nt := n + 1
-	if nt != 4 && nt != 5 {
-		return fail(r, errUnknown, next)
+	if n < 3 {
+		return fail(r, errTooFew, next)
 	}
 	r.FailedCmd = CmdTouch
 	r.Noreply = p.isNoreply(n)
@@ -348,7 +380,7 @@ func (p *Parser) parseTouch(r *Request, n, next int) int {
 		return fail(r, errBadFormat, next)
 	}
 	r.Key = p.toks[1]
-	exptime, ok := safeStrtol(p.toks[2])
+	exptime, ok := tokInt32(p.toks[2])
 	if !ok {
 		return fail(r, errInvalidExptime, next)
 	}
@@ -360,20 +392,16 @@ func (p *Parser) parseTouch(r *Request, n, next int) int {
 
 // parseFlushAll parses "flush_all [delay] [noreply]". Args holds the
 // arguments without a trailing noreply; Exptime the delay (0 when absent).
-// A third argument is ignored, as memcached does ("flush_all 10 x" is valid).
+// Tokens after the delay are ignored, as memcached does.
 func (p *Parser) parseFlushAll(r *Request, n, next int) int {
-	nt := n + 1
-	if nt < 2 || nt > 4 {
-		return fail(r, errUnknown, next)
-	}
 	r.FailedCmd = CmdFlushAll
 	r.Noreply = p.isNoreply(n)
-	want := 2
+	want := 1
 	if r.Noreply {
-		want = 3
+		want = 2
 	}
-	if nt != want {
-		exptime, ok := safeStrtol(p.toks[1])
+	if n != want {
+		exptime, ok := tokInt32(p.toks[1])
 		if !ok {
 			return fail(r, errInvalidExptime, next)
 		}
@@ -386,15 +414,15 @@ func (p *Parser) parseFlushAll(r *Request, n, next int) int {
 }
 
 // parseVerbosity parses "verbosity <level> [noreply]"; the level is in
-// r.Delta (a second argument other than noreply is ignored, as memcached does).
+// r.Delta (tokens after it other than a last noreply are ignored).
 func (p *Parser) parseVerbosity(r *Request, n, next int) int {
-	nt := n + 1
-	if nt != 3 && nt != 4 {
-		return fail(r, errUnknown, next)
-	}
 	r.FailedCmd = CmdVerbosity
 	r.Noreply = p.isNoreply(n)
-	level, ok := safeStrtoul(p.toks[1])
+	if n < 2 {
+		// memcached 1.6.45: no level is a format error; 1.6.18: ERROR.
+		return fail(r, errNoLevel, next)
+	}
+	level, ok := tokUint32(p.toks[1])
 	if !ok {
 		return fail(r, errBadFormat, next)
 	}
@@ -411,6 +439,55 @@ func (p *Parser) argsNoreply(r *Request, n int) [][]byte {
 		n--
 	}
 	return p.toks[1:n]
+}
+
+// Strict numbers of memcached 1.6.45 (mcmc_toktou32, mcmc_toktou64,
+// mcmc_tokto32): the whole token is decimal digits, a leading '-' only for
+// the signed kind ("-" alone reads 0), and the value fits the type; no
+// sign '+', no whitespace, no trailing bytes.
+
+// tokUint64 is mcmc_toktou64.
+func tokUint64(s []byte) (uint64, bool) {
+	if len(s) > 22 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range s {
+		d := uint64(c - '0')
+		if c < '0' || c > '9' || v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
+// tokUint32 is mcmc_toktou32.
+func tokUint32(s []byte) (uint32, bool) {
+	if len(s) > 11 {
+		return 0, false
+	}
+	v, ok := tokUint64(s)
+	return uint32(v), ok && v <= math.MaxUint32
+}
+
+// tokInt32 is mcmc_tokto32.
+func tokInt32(s []byte) (int32, bool) {
+	if len(s) > 11 {
+		return 0, false
+	}
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	v, ok := tokUint64(s)
+	switch {
+	case !ok, !neg && v > math.MaxInt32, neg && v > -math.MinInt32:
+		return 0, false
+	case neg:
+		return int32(-int64(v)), true
+	}
+	return int32(v), true
 }
 
 // Number parsing with the exact semantics of memcached's safe_strto* helpers
@@ -451,10 +528,11 @@ func cstrto(s []byte) (neg bool, mag uint64, end int, ok, overflow bool) {
 	return neg, mag, i, true, overflow
 }
 
-// validEnd is safe_strto*'s check on the end pointer: end of token or a
-// whitespace byte.
+// validEnd is safe_strto*'s check on the end pointer: end of token, a
+// whitespace byte or a NUL (memcached 1.6.45 reads the line by its length,
+// so a NUL is a byte of the token, where strtol stops).
 func validEnd(s []byte, end int) bool {
-	return end == len(s) || isCSpace(s[end])
+	return end == len(s) || isCSpace(s[end]) || s[end] == 0
 }
 
 // safeStrtoull is memcached's safe_strtoull: a negative number is refused

@@ -28,7 +28,10 @@ import (
 // answers as newer memcached does (transcript.Differences), the parser's
 // error carries 1.6.18's (Error.Was1618), which is what is compared, and
 // the data block the parser swallows after refusing a storage line ("swallow
-// rejected data") is parsed as 1.6.18 reads it, as commands.
+// rejected data") is parsed as 1.6.18 reads it, as commands. The numbers,
+// spacing and token counts memcached 1.6.45 reads otherwise than 1.6.18
+// (newer.go: strict numbers, command name, extra tokens) are left out
+// (see extraTokens1618); the transcripts show them.
 func TestDiffMemcached(t *testing.T) {
 	addr := os.Getenv("TANDEM_MEMCACHED_ADDR")
 	if addr == "" {
@@ -42,16 +45,14 @@ func TestDiffMemcached(t *testing.T) {
 	defer conn.Close()
 
 	// No flush_all (a delayed flush would hide later sets), verbosity or quit.
-	cmds := []string{"get", "gets", "gat", "gats", "bget", "set", "add", "replace", "append", "prepend", "cas",
+	cmds := []string{"get", "gets", "gat", "gats", "set", "add", "replace", "append", "prepend", "cas",
 		"delete", "incr", "decr", "touch", "stats", "mx", "GET", "g", "ge", "sets", "x"}
-	args := []string{"dz:none", "dz:none", "dz:none", "noreply", "noreply", "0", "0", "-0", "-1", "1", "2", "00",
-		"abc", "4294967296", "18446744073709551615", "18446744073709551616", "-18446744073709551615", "+5",
-		"\t5", "5\t-", "5x", key251, key250, "1\r", "NOREPLY", "0\x00x", "\x00", "-", "+", "\v7",
-		"-9223372036854775808", "9223372036854775807", "4294967297", "2147483645", "2147483648",
-		"-2147483649", "99999999999999999999"}
+	args := []string{"dz:none", "dz:none", "dz:none", "noreply", "noreply", "0", "0", "-1", "1", "2", "00",
+		"abc", "18446744073709551615", "18446744073709551616", "5x", key251, key250, "NOREPLY", "+",
+		"2147483645", "99999999999999999999"}
 	nums := []string{"0", "-0", "1", "+5", "\t5", "5\t-", "4294967296", "4294967295", "18446744073709551615",
-		"-18446744073709551615", "-1", "\v7", "4294967297", "1\r", "00012", "+0", "2592000", "3"}
-	lens := []string{"0", "1", "3", "-0", "+3", "\t2", "2\t-x", "4294967299", "3\r", "00003"}
+		"-18446744073709551615", "-1", "\v7", "4294967297", "00012", "+0", "2592000", "3"}
+	lens := []string{"0", "1", "3", "-0", "00003", "-1", "abc"}
 
 	rng := rand.New(rand.NewPCG(seed+1, 7))
 	newParser := func() *Parser {
@@ -66,11 +67,8 @@ func TestDiffMemcached(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			// A set with odd numbers: checks the accepted path too.
 			b.WriteString("set dz:k" + string(rune('a'+rng.IntN(26))) + " " + nums[rng.IntN(len(nums))] + " " +
-				nums[rng.IntN(len(nums))] + " " + lens[rng.IntN(len(lens))] + []string{"", " noreply", " x", " "}[rng.IntN(4)])
+				nums[rng.IntN(len(nums))] + " " + lens[rng.IntN(len(lens))] + []string{"", " noreply", " "}[rng.IntN(3)])
 		} else {
-			if rng.IntN(5) == 0 {
-				b.WriteString(" ")
-			}
 			b.WriteString(cmds[rng.IntN(len(cmds))])
 			for range rng.IntN([]int{4, 8, 30}[rng.IntN(3)]) {
 				b.WriteString(strings.Repeat(" ", 1+rng.IntN(2)))
@@ -79,6 +77,9 @@ func TestDiffMemcached(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				b.WriteString(" ")
 			}
+		}
+		if extraTokens1618(b.String()) {
+			continue
 		}
 		b.WriteString([]string{"\r\n", "\r\n", "\r\n", "\n"}[rng.IntN(4)])
 		in := []byte(b.String())
@@ -165,4 +166,33 @@ func TestDiffMemcached(t *testing.T) {
 		}
 	}
 	t.Logf("%d error-only cases compared, %d accepted sets checked", compared, sets)
+}
+
+// extraTokens1618 reports whether memcached 1.6.18 refused line for its
+// token count where 1.6.45 reads the tokens it needs and ignores the rest
+// (newer.go: extra tokens), or answered a gat with its exptime only END
+// where 1.6.45 refuses it (too few tokens): the parser cannot tell what
+// 1.6.18 did with the rest of such a case.
+func extraTokens1618(line string) bool {
+	var toks []string
+	for _, t := range strings.Split(line, " ") {
+		if t != "" {
+			toks = append(toks, t)
+		}
+	}
+	if len(toks) == 0 {
+		return false
+	}
+	n := len(toks)
+	switch toks[0] {
+	case "set", "add", "replace", "append", "prepend":
+		return n > 6
+	case "cas":
+		return n > 7
+	case "incr", "decr", "touch":
+		return n > 4
+	case "gat", "gats":
+		return n == 2
+	}
+	return false
 }

@@ -128,14 +128,14 @@ func garbageLines(seed int64, n int) string {
 var textBadInput = []badInput{
 	// Unknown and empty.
 	{name: "unknown command", segments: req("foo bar\r\n"), want: "ERROR\r\n"},
-	{name: "unknown command with noreply", segments: req("foo noreply\r\n"), want: "ERROR\r\n"},
+	{name: "unknown command with noreply", segments: req("foo noreply\r\n"), want: "", newer: "command name", mcWant: "ERROR\r\n"},
 	{name: "empty line", segments: req("\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
 	{name: "empty lines lf and cr", segments: req("\n\r\r\n \r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\nERROR\r\nERROR\r\n"},
-	{name: "get without key", segments: req("get\r\n"), want: "ERROR\r\n"},
-	{name: "get with only spaces", segments: req("get    \r\n"), want: "ERROR\r\n"},
+	{name: "get without key", segments: req("get\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "too few tokens", mcWant: "ERROR\r\n"},
+	{name: "get with only spaces", segments: req("get    \r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "too few tokens", mcWant: "ERROR\r\n"},
 	{name: "missing tokens on set", segments: req("set bi:mt 0 0\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short storage line", mcWant: "ERROR\r\n"},
-	{name: "incr without delta", segments: req("incr bi:nd\r\n"), want: "ERROR\r\n"},
-	{name: "touch without exptime", segments: req("touch bi:te\r\n"), want: "ERROR\r\n"},
+	{name: "incr without delta", segments: req("incr bi:nd\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "too few tokens", mcWant: "ERROR\r\n"},
+	{name: "touch without exptime", segments: req("touch bi:te\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "too few tokens", mcWant: "ERROR\r\n"},
 
 	// Keys.
 	{name: "key of 250 bytes", segments: req("set " + key250 + " 0 0 1\r\nx\r\nget " + key250 + "\r\n"),
@@ -160,8 +160,8 @@ var textBadInput = []badInput{
 		want: "STORED\r\nVALUE bi:t\tab 0 1\r\nx\r\nEND\r\nEND\r\n"},
 	{name: "key with high bytes", segments: req("set bi:\xff\xfe\xc3\xa9 0 0 1\r\nx\r\nget bi:\xff\xfe\xc3\xa9\r\n"),
 		want: "STORED\r\nVALUE bi:\xff\xfe\xc3\xa9 0 1\r\nx\r\nEND\r\n"},
-	{name: "nul byte cuts the line", segments: req("set bi:nul 0 0 1\r\nx\r\nget bi:nul\x00bi:other\r\n"),
-		want: "STORED\r\nVALUE bi:nul 0 1\r\nx\r\nEND\r\n"},
+	{name: "nul byte is part of the key", segments: req("set bi:nul 0 0 1\r\nx\r\nget bi:nul\x00bi:other\r\n"),
+		want: "STORED\r\nEND\r\n", newer: "command name", mcWant: "STORED\r\nVALUE bi:nul 0 1\r\nx\r\nEND\r\n"},
 
 	// Lengths.
 	{name: "negative length", segments: req("set bi:l1 0 0 -1\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "CLIENT_ERROR bad command line format\r\nERROR\r\n"},
@@ -247,8 +247,8 @@ var textBadInput = []badInput{
 		mcDiffers: true, mcWant: "END\r\n", mcState: inSync},
 
 	// Tokens.
-	{name: "too many tokens on set", segments: req("set bi:t1 0 0 1 noreply extra\r\nx\r\n"), want: "ERROR\r\nCLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\nERROR\r\n"},
-	{name: "too many tokens on incr", segments: req("incr bi:t2 1 noreply extra\r\n"), want: "ERROR\r\n"},
+	{name: "too many tokens on set", segments: req("set bi:t1 0 0 1 noreply extra\r\nx\r\n"), want: "STORED\r\n", newer: "extra tokens", mcWant: "ERROR\r\nERROR\r\n"},
+	{name: "too many tokens on incr", segments: req("incr bi:t2 1 noreply extra\r\n"), want: "NOT_FOUND\r\n", newer: "extra tokens", mcWant: "ERROR\r\n"},
 	{name: "too many tokens on delete", segments: req("delete bi:t3 0 noreply extra\r\n"), want: "ERROR\r\n"},
 	{name: "delete with a time", segments: req("delete bi:t4 5\r\n"),
 		want: "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"},
@@ -259,7 +259,7 @@ var textBadInput = []badInput{
 
 	// noreply on the error paths.
 	{name: "noreply: key too long", segments: req("set " + key251 + " 0 0 1 noreply\r\nx\r\n"), want: "", newer: "swallow rejected data", mcWant: "ERROR\r\n"},
-	{name: "noreply: negative length", segments: req("set bi:n1 0 0 -1 noreply\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},
+	{name: "noreply: negative length", segments: req("set bi:n1 0 0 -1 noreply\r\nx\r\n"), want: "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n", newer: "strict numbers", mcWant: "ERROR\r\n"},
 	{name: "noreply: bad flags", segments: req("set bi:n2 abc 0 1 noreply\r\nx\r\n"), want: "", newer: "swallow rejected data", mcWant: "ERROR\r\n"},
 	{name: "noreply: too large", segments: req("set bi:n3 0 0 2000000 noreply\r\n" + value2M + "\r\nget bi:n3\r\n"), want: "END\r\n"},
 	{name: "noreply: bad data chunk", segments: req("set bi:n4 0 0 3 noreply\r\nabcd\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "short line", mcWant: "ERROR\r\n"},

@@ -20,7 +20,9 @@ func maskCAS(s string) string { return casField.ReplaceAllString(s, "$1 <cas>\r"
 // memcached 1.6.18 byte for byte. They run in order on one server pair; each
 // uses its own keys. Where tandem answers as newer memcached does
 // (transcript.Differences: a line shorter than four bytes, a storage line
-// with too few tokens), the cases are replayed by TestTranscripts instead;
+// with too few tokens, too few or extra tokens on any classic command,
+// strict numbers, the command name), the cases are replayed by
+// TestTranscripts instead;
 // here, data lines read as commands are at least two bytes long, which every
 // version answers ERROR. A case whose newer field names a difference gets
 // the request memcached 1.6.18 must receive to answer as tandem does
@@ -29,7 +31,6 @@ var diffCases = []struct{ name, req, newer string }{
 	{"unknown command", "foo bar\r\n", ""},
 	{"set get", "set d1 5 0 3\r\nabc\r\nget d1\r\n", ""},
 	{"get many keys with misses", "set d2a 0 0 1\r\na\r\nget d2a d2b d2a d2c\r\n", ""},
-	{"get no key", "get\r\n", ""},
 	{"flags max", "set d3 4294967295 0 1\r\nx\r\nget d3\r\n", ""},
 	{"flags overflow", "set d4 4294967296 0 2\r\nxx\r\nget d4\r\n", ""},
 	{"flags negative", "set d5 -1 0 2\r\nxx\r\n", swallowRejected},
@@ -41,7 +42,6 @@ var diffCases = []struct{ name, req, newer string }{
 	{"get key 251", "get " + strings.Repeat("k", 251) + "\r\n", ""},
 	{"data longer than declared", "set d9 0 0 3\r\nabcdefg\r\nget d9\r\n", ""},
 	{"data shorter than declared", "set d10 0 0 8\r\nabc\r\nget d10\r\n", ""},
-	{"too many tokens", "set d11 0 0 2 noreply extra\r\nxx\r\n", ""},
 	{"bare newline", "set d12 0 0 2\nab\r\nget d12\n", ""},
 	{"add existing and new", "set d13 0 0 1\r\na\r\nadd d13 0 0 1\r\nb\r\nadd d13n 0 0 1\r\nc\r\nget d13 d13n\r\n", ""},
 	{"replace", "replace d14 0 0 1\r\na\r\nset d14 0 0 1\r\nb\r\nreplace d14 3 0 1\r\nc\r\nget d14\r\n", ""},
@@ -52,14 +52,14 @@ var diffCases = []struct{ name, req, newer string }{
 	{"incr wraps", "set d19 0 0 20\r\n18446744073709551615\r\nincr d19 2\r\nget d19\r\n", ""},
 	{"decr shrinks length", "set d20 0 0 3\r\n100\r\ndecr d20 1\r\nget d20\r\n", ""},
 	{"incr non-numeric", "set d21 0 0 3\r\nabc\r\nincr d21 1\r\n", ""},
-	{"incr bad delta", "set d22 0 0 1\r\n1\r\nincr d22 abc\r\nincr d22 -1\r\nincr d22\r\n", ""},
+	{"incr bad delta", "set d22 0 0 1\r\n1\r\nincr d22 abc\r\nincr d22 -1\r\n", ""},
 	{"incr missing", "incr d23 1\r\ndecr d23 1\r\n", ""},
 	{"delete forms", "set d24 0 0 1\r\nx\r\ndelete d24 0\r\ndelete d24\r\ndelete d24 1\r\ndelete d24 noreply\r\ndelete d24 0 noreply\r\n", ""},
 	{"touch", "set d25 0 0 1\r\nx\r\ntouch d25 100\r\ntouch d25x 100\r\ntouch d25 abc\r\n", ""},
 	{"gat gats", "set d26 2 0 1\r\nx\r\ngat 100 d26 d26x\r\ngats 100 d26\r\ngat abc d26\r\n", ""},
-	{"verbosity", "verbosity 1\r\nverbosity\r\nverbosity 1 noreply\r\n", ""},
+	{"verbosity", "verbosity 1\r\nverbosity 1 noreply\r\n", ""},
 	{"noreply storage", "set d27 0 0 1 noreply\r\na\r\nadd d27 0 0 1 noreply\r\nb\r\nget d27\r\n", ""},
-	{"noreply on errors", "set d28 0 0 -1 noreply\r\nincr d28 1 noreply\r\nset d28 0 0 3 noreply\r\nabcdefg\r\nget d28\r\n", ""},
+	{"noreply on errors", "incr d28 1 noreply\r\nset d28 0 0 3 noreply\r\nabcdefg\r\nget d28\r\n", ""},
 	{"too large swallowed", "set d29 0 0 2000000\r\n" + strings.Repeat("z", 2000000) + "\r\nget d29\r\n", ""},
 	{"too large unlinks old", "set d30 0 0 1\r\nx\r\nset d30 0 0 2000000\r\n" + strings.Repeat("z", 2000000) + "\r\nget d30\r\n", ""},
 	{"binary garbage", "\x01\x02\x03\xff\xfe\r\n", ""},

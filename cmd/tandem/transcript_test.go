@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,49 @@ func TestTranscripts(t *testing.T) {
 	})
 }
 
+// transcriptReference names a memcached binary (e.g. a 1.6.45 built from
+// source) that TestTranscriptsReference replays every transcript case
+// against, counting the cases whose reply is not the one tandem must send
+// (the newest reply), to measure what is left of the differences.
+var transcriptReference = flag.String("tandem.transcript.reference", "",
+	"memcached binary to replay the transcripts against, counting replies that differ from tandem's expected ones")
+
+// TestTranscriptsReference replays the transcripts against the memcached
+// that -tandem.transcript.reference names and logs every case whose reply
+// differs from the newest reply (what tandem sends), then their count. It
+// measures, it does not fail on a difference: only the newest memcached is
+// expected to match, and not every case records its reply, e.g.
+//
+//	go test ./cmd/tandem -run TestTranscriptsReference -v \
+//		-tandem.transcript.reference=/opt/mc145/bin/memcached
+func TestTranscriptsReference(t *testing.T) {
+	if *transcriptReference == "" {
+		t.Skip("no -tandem.transcript.reference binary")
+	}
+	cases := loadAllTranscripts(t)
+	mc := testenv.StartMemcachedBinary(t, *transcriptReference)
+	// The sentinel's reply names the reference's version.
+	version, _, err := exchangeUntil(mc.Addr, sentinel, endsWith("\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ := 0
+	for _, tc := range cases {
+		got, wantState, err := replayCase(mc.Addr, tc, quietFor(swallowed), string(version))
+		if err != nil {
+			t.Logf("%s: %s: %v", tc.File, tc.Name, err)
+			differ++
+			continue
+		}
+		if got.reply != string(tc.Want()) || got.state != wantState {
+			differ++
+			t.Logf("%s: %s\n request %s\n     got %s (%v)\n  tandem %s (%v)", tc.File, tc.Name,
+				quote(string(tc.Request())), quote(got.reply), got.state, quote(string(tc.Want())), wantState)
+		}
+	}
+	t.Logf("%s: %d of %d transcript cases differ from tandem's expected reply", *transcriptReference, differ, len(cases))
+}
+
 func loadAllTranscripts(t *testing.T) []transcript.Case {
 	t.Helper()
 	cases, err := transcript.Load()
@@ -58,15 +102,7 @@ func loadAllTranscripts(t *testing.T) []transcript.Case {
 func replayTranscripts(t *testing.T, addr string, cases []transcript.Case, tandem bool) {
 	start := time.Now()
 	for _, tc := range cases {
-		segs := make([]string, len(tc.Segments))
-		for i, s := range tc.Segments {
-			segs[i] = string(s)
-		}
-		wantState := inSync
-		if tc.Close {
-			wantState = closedConn
-		}
-		got, err := converse(addr, segs, nil, writeWhole, quietFor(wantState))
+		got, wantState, err := replayCase(addr, tc, 0, "")
 		if err != nil {
 			t.Errorf("%s: %s: %v", tc.File, tc.Name, err)
 			continue
@@ -81,6 +117,30 @@ func replayTranscripts(t *testing.T, addr string, cases []transcript.Case, tande
 		}
 	}
 	t.Logf("%d transcript cases replayed in %v", len(cases), time.Since(start).Round(time.Millisecond))
+}
+
+// replayCase sends tc's request to addr and returns what came back, with
+// the stream state tc expects.
+// A reference that keeps waiting for input (it swallows more than tandem)
+// shows as swallowed after quiet of silence when quiet is short.
+// The sentinel's reply is version ("" for sentinelReply).
+func replayCase(addr string, tc transcript.Case, quiet time.Duration, version string) (conversation, streamState, error) {
+	segs := make([]string, len(tc.Segments))
+	for i, s := range tc.Segments {
+		segs[i] = string(s)
+	}
+	wantState := inSync
+	if tc.Close {
+		wantState = closedConn
+	}
+	if quiet == 0 {
+		quiet = quietFor(wantState)
+	}
+	if version == "" {
+		version = sentinelReply
+	}
+	got, err := converseWith(addr, segs, nil, writeWhole, quiet, sentinel, version)
+	return got, wantState, err
 }
 
 // writeRegression stores a divergence found by the differential fuzzer as a

@@ -77,7 +77,13 @@ type Memcached struct {
 // test ends. It skips or fails like NeedTool when memcached is missing.
 func StartMemcached(t testing.TB, extra ...string) *Memcached {
 	t.Helper()
-	path := NeedTool(t, "memcached", "memcached")
+	return StartMemcachedBinary(t, NeedTool(t, "memcached", "memcached"), extra...)
+}
+
+// StartMemcachedBinary is StartMemcached with the memcached binary at path
+// (another release, e.g. one built from source).
+func StartMemcachedBinary(t testing.TB, path string, extra ...string) *Memcached {
+	t.Helper()
 	var log bytes.Buffer
 	for attempt := 0; attempt < 5; attempt++ {
 		port := FreePort(t) // memcached cannot listen on port 0 and report it

@@ -70,7 +70,12 @@ func (h *Handler) execute(r *protocol.Request, out []byte, cfd int) ([]byte, boo
 		return out, true
 	case protocol.CmdShutdown:
 		if !h.cfg.EnableShutdown {
-			return appendLine(out, protocol.ReplyShutdownDisabled), false
+			return reply(out, r.Noreply, protocol.ReplyShutdownDisabled+"\r\n"), false
+		}
+		// memcached: "shutdown" or "shutdown graceful", nothing else
+		// (memcached 1.6.45 honours a last noreply on the refusal).
+		if len(r.Args) > 1 || (len(r.Args) == 1 && string(r.Args[0]) != "graceful") {
+			return reply(out, r.Noreply, protocol.ReplyShutdownMode+"\r\n"), false
 		}
 		if h.cfg.OnShutdown != nil && h.shutdownOnce.CompareAndSwap(false, true) {
 			go h.cfg.OnShutdown()

@@ -89,7 +89,8 @@ func TestExecute(t *testing.T) {
 		{"unknown", "bogus\r\n", "ERROR\r\n"},
 		{"stats unknown group", "stats bogus\r\n", "ERROR\r\n"},
 		{"stats reset", "stats reset\r\n", "RESET\r\n"},
-		{"shutdown disabled", "shutdown\r\n", "ERROR: shutdown not enabled\r\n"},
+		{"shutdown disabled", "shutdown\r\n", "SERVER_ERROR: shutdown not enabled\r\n"},
+		{"shutdown disabled noreply", "shutdown noreply\r\n", ""},
 		{"too large set unlinks", "set a 0 0 1\r\n1\r\nset a 0 0 2000000\r\n" + strings.Repeat("x", 2000000) + "\r\nget a\r\n",
 			"STORED\r\nSERVER_ERROR object too large for cache\r\nEND\r\n"},
 	}
@@ -159,6 +160,14 @@ func TestOptionalCommands(t *testing.T) {
 	}
 	if got, _ := run(s, "verbosity 2\r\n"); got != "OK\r\n" || level.Load() != 2 {
 		t.Fatalf("verbosity: %q level %d", got, level.Load())
+	}
+	for _, bad := range []string{"shutdown foo\r\n", "shutdown graceful x\r\n"} {
+		if got, closed := run(s, bad); closed || got != "CLIENT_ERROR invalid shutdown mode\r\n" {
+			t.Fatalf("%q with -A: %q, closed %v", bad, got, closed)
+		}
+	}
+	if got, closed := run(s, "shutdown noreply\r\n"); closed || got != "" {
+		t.Fatalf("shutdown noreply with -A: %q, closed %v (memcached 1.6.45: a silent invalid mode)", got, closed)
 	}
 	if _, closed := run(s, "shutdown\r\n"); !closed {
 		t.Fatalf("shutdown with -A did not close the connection")

@@ -11,7 +11,7 @@ import (
 // Per-prefix stats ("stats detail on|off|dump", memcached -D), as memcached
 // 1.6.18 keeps them in stats_prefix.c: a key's prefix is its bytes before
 // the first delimiter (a key without one is not counted); gets and hits
-// are counted per key looked up by get, gets, gat, gats, bget and the
+// are counted per key looked up by get, gets, gat, gats and the
 // binary get and touch commands, sets per storage command whose line was
 // valid (also when its value is then refused), deletes per delete whose line
 // was valid. Meta commands, incr, decr and touch are not counted. The dump

@@ -27,8 +27,8 @@ func TestPrefixStats(t *testing.T) {
 		{"order of buckets", "set a:1 0 0 1\r\nx\r\nget a:1 a:2 b:1 nocolon\r\nset b:1 0 0 1\r\nx\r\n" +
 			"delete a:1\r\ndelete zz:1\r\nincr b:1 1\r\ntouch b:1 0\r\nmg a:3 v\r\nms c:1 1\r\nx\r\ngets b:1\r\n",
 			"PREFIX b get 2 hit 1 set 1 del 0\r\nPREFIX zz get 0 hit 0 set 0 del 1\r\nPREFIX a get 2 hit 1 set 1 del 1\r\n"},
-		{"gat bget", "set p:1 0 0 1\r\nx\r\ngat 0 p:1 p:2\r\ngats 0 p:1\r\nbget p:1\r\n",
-			"PREFIX p get 4 hit 3 set 1 del 0\r\n"},
+		{"gat gats", "set p:1 0 0 1\r\nx\r\ngat 0 p:1 p:2\r\ngats 0 p:1\r\nbget p:1\r\n", // bget: gone in memcached 1.6.45
+			"PREFIX p get 3 hit 2 set 1 del 0\r\n"},
 		{"too large and bad chunk count", "set q:1 0 0 2000000\r\n" + strings.Repeat("z", 2000000) + "\r\nset r:1 0 0 1\r\nxx\r\n",
 			"PREFIX q get 0 hit 0 set 1 del 0\r\nPREFIX r get 0 hit 0 set 1 del 0\r\n"},
 		{"bad line does not", "set s:1 0 abc 1\r\nx\r\ndelete s:1 5\r\ngat x s:1\r\n", ""},

@@ -30,6 +30,12 @@ var Differences = []Difference{
 	{Name: "ms s", What: "ms flag s returns the stored item's size (after append or prepend, the new size)", MetaFlag: 's', Command: "ms"},
 	{Name: "ms N append", What: "ms flag N<ttl> in append or prepend mode stores a missing item as set would, with that TTL"},
 	{Name: "mg C", What: "mg flag C<cas> leaves the value out (HD, not VA) when the item's CAS id equals it", MetaFlag: 'C', Command: "mg"},
+	// classic text commands, 1.6.45
+	{Name: "too few tokens", What: "get, gets, gat, gats (gat 10 included), incr, decr, touch, delete and verbosity without their key or number are CLIENT_ERROR bad command line format, not ERROR (END for gat 10)"},
+	{Name: "extra tokens", What: "a classic command ignores tokens past those it uses and noreply is its last token (set k 0 0 5 noreply foo answers STORED); 1.6.18 answered ERROR. Not delete: memcapable requires delete a b c d e to fail, so tandem keeps 1.6.18's checks"},
+	{Name: "strict numbers", What: "a length, delta, cas unique, touch, gat or flush_all exptime and verbosity level are digits only (a leading - for an exptime) within their type: +5, -0 as a delta, 5\\t-, 5\\r and a length or exptime above 32 bits are refused, a bad length whatever noreply says"},
+	{Name: "command name", What: "the command is the bytes before the first space: leading spaces make a line ERROR (flush_all, verbosity and the admin commands excepted), bget is gone, a NUL is a byte of the line, an unknown command honours a last noreply and closes on a last HTTP/ token"},
+	{Name: "shutdown disabled", What: "shutdown without -A answers SERVER_ERROR: shutdown not enabled (1.6.18: ERROR: shutdown not enabled), and a last noreply silences it and the invalid mode error"},
 }
 
 // Lookup returns the difference named name.
