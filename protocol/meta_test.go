@@ -129,6 +129,7 @@ var metaCases = []parseCase{
 	{"ms negative datalen", "ms k -1\r\n", []string{eMetaFormat}},
 	{"ms flag error swallows", "ms k 2 a\r\nab\r\nmn\r\n", []string{eInvalid, "mn"}},
 	{"ms no flag byte does not swallow", "ms k 2 ~\r\nabcd\r\nmn\r\n", []string{eMetaFormat, eUnknown, "mn"}},
+	{"ms length then a tab or CR", "ms k 1\r\r\nmg k T1\t\r\n", []string{eMetaFormat, eBadToken}},
 	{"ms strict length", "ms k +1\r\nms k 000000000001\r\nms k - q\r\n\r\n", []string{eMetaFormat, eMetaFormat, `ms key="k" data="" noreply flags=q`}},
 	{"ms F over 32 bits", "ms k 1 F4294967296\r\nx\r\nms k 1 F4294967295\r\nx\r\n", []string{eMetaFormat, `ms key="k" flags=4294967295 data="x" flags=F`}},
 	{"ms lone M", "ms k 1 M\r\nx\r\nms k 1 MEE\r\nx\r\n", []string{`error "CLIENT_ERROR invalid mode for ms M token"`, `ms key="k" data="x" flags=M mode=E`}},
