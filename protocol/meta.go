@@ -3,16 +3,17 @@ package protocol
 import "math"
 
 // This file parses the meta commands (mg, ms, md, ma, mn, me) as memcached
-// 1.6.18's process_m*_command and _meta_flag_preparse do, with the flags
-// newer releases added (E, x; see transcript.Differences), including the
-// order of their checks (which decides the error when several things are
-// wrong) and which errors swallow the data block of an ms. Errors of meta
-// commands are sent whatever the q flag says (memcached's out_errstring).
+// 1.6.45's process_request and _meta_flag_preparse do (proto_parser.c),
+// including the order of their checks (which decides the error when several
+// things are wrong) and which errors swallow the data block of an ms. Where
+// 1.6.45 differs from memcached 1.6.18, the reference of the differential
+// tests, transcript.Differences names the difference. Errors of meta
+// commands are sent whatever the q flag says (memcached's pout_errstring).
 
-// Meta protocol limits of memcached 1.6.18.
+// Meta protocol limits of memcached 1.6.45.
 const (
 	// maxMetaTokens is MFLAG_MAX_OPT_LENGTH: a meta line with more tokens
-	// (command, key and flags, plus memcached's terminal token) is refused.
+	// (command, key, ms's data length and flags) is refused.
 	maxMetaTokens = 20
 	// MaxOpaqueLen is the longest O token, the 'O' included.
 	MaxOpaqueLen = 32
@@ -20,16 +21,14 @@ const (
 	maxMetaFlags = maxMetaTokens - 2
 )
 
-// Meta error lines, byte for byte as memcached 1.6.18 sends them.
+// Meta error lines, byte for byte as memcached 1.6.45 sends them.
 const (
-	ReplyFlagsTooLongGet  = "CLIENT_ERROR options flags are too long" // mg
-	ReplyFlagsTooLong     = "CLIENT_ERROR options flags too long"     // ms, md, ma
+	ReplyFlagsTooLong     = "CLIENT_ERROR options flags are too long"
 	ReplyDuplicateFlag    = "CLIENT_ERROR duplicate flag"
 	ReplyInvalidFlag      = "CLIENT_ERROR invalid flag"
-	ReplyInvalidOrDupFlag = "CLIENT_ERROR invalid or duplicate flag" // md, ma: any flag error
+	ReplyInvalidOrDupFlag = "CLIENT_ERROR invalid or duplicate flag" // ma: any flag error
 	ReplyDecodingKey      = "CLIENT_ERROR error decoding key"
 	ReplyBadToken         = "CLIENT_ERROR bad token in command line format"
-	ReplyMLength          = "CLIENT_ERROR incorrect length for M token"
 	ReplyInitialValue     = "CLIENT_ERROR invalid numeric initial value"
 	ReplyDeltaValue       = "CLIENT_ERROR invalid numeric delta value"
 	ReplyOpaqueTooLong    = "CLIENT_ERROR opaque token too long"
@@ -37,18 +36,16 @@ const (
 	ReplyInvalidModeArith = "CLIENT_ERROR invalid mode for ma M token"
 )
 
-// Meta errors are never silenced by q (memcached's out_errstring).
+// Meta errors are never silenced by q (memcached's pout_errstring).
 var (
 	errMetaBadFormat     = &Error{Reply: ReplyBadFormat}
 	errMetaBadChunk      = &Error{Reply: ReplyBadDataChunk, Kind: ErrBadChunk}
-	errFlagsTooLongGet   = &Error{Reply: ReplyFlagsTooLongGet}
 	errFlagsTooLong      = &Error{Reply: ReplyFlagsTooLong}
 	errDuplicateFlag     = &Error{Reply: ReplyDuplicateFlag}
 	errInvalidFlag       = &Error{Reply: ReplyInvalidFlag}
 	errInvalidOrDupFlag  = &Error{Reply: ReplyInvalidOrDupFlag}
 	errDecodingKey       = &Error{Reply: ReplyDecodingKey}
 	errBadToken          = &Error{Reply: ReplyBadToken}
-	errMLength           = &Error{Reply: ReplyMLength}
 	errInitialValue      = &Error{Reply: ReplyInitialValue}
 	errDeltaValue        = &Error{Reply: ReplyDeltaValue}
 	errOpaqueTooLong     = &Error{Reply: ReplyOpaqueTooLong}
@@ -130,50 +127,51 @@ func (p *Parser) parseMeta(buf []byte, lineEnd int, r *Request) int {
 	next := lineNext(buf, lineEnd)
 	n, _ := p.tokenize(textLine(buf, lineEnd))
 	r.Meta = MetaArgs{}
-	nt := n + 1 // memcached's ntokens, counting its terminal token
 	cmd := p.toks[0][1]
-	switch cmd {
-	case 'n':
+	if cmd == 'n' {
 		r.Cmd = CmdMetaNoop
 		return next
-	case 'e':
-		return p.parseMetaDebug(r, n, next)
 	}
-	if nt < 3 {
-		return fail(r, errUnknown, next)
+	// memcached 1.6.45's tokenizer refuses a line with a flag token that
+	// starts with neither a letter (A to z) nor a digit, before anything
+	// else is checked; an ms's data block is not swallowed then.
+	first := 2
+	if cmd == 's' {
+		first = 3
 	}
-	key := p.toks[1]
-	if len(key) > MaxKeyLen || (cmd == 's' && nt == 3) {
+	for i := first; i < n; i++ {
+		if c := p.toks[i][0]; !(c >= 'A' && c <= 'z') && !(c >= '0' && c <= '9') {
+			return fail(r, errMetaBadFormat, next)
+		}
+	}
+	if n < first {
 		return fail(r, errMetaBadFormat, next)
 	}
-	if nt > maxMetaTokens {
-		if cmd == 'g' {
-			return fail(r, errFlagsTooLongGet, next)
-		}
-		return fail(r, errFlagsTooLong, next)
-	}
-	r.Key = key
 	switch cmd {
-	case 'g':
-		if e := p.metaFlags(r, p.toks[2:n]); e != nil {
-			return p.metaFail(r, e, next)
-		}
-		r.Cmd = CmdMetaGet
+	case 'e':
+		return p.parseMetaDebug(r, n, next)
 	case 's':
 		return p.parseMetaSet(buf, r, n, next)
-	case 'd':
-		if e := p.metaFlags(r, p.toks[2:n]); e != nil {
-			return p.metaFail(r, errInvalidOrDupFlag, next)
+	}
+	r.Key = p.toks[1]
+	if cmd == 'a' {
+		r.Delta = 1 // ma without D adds one
+	}
+	if e := p.metaPreparse(r, n, 2); e != nil {
+		if cmd == 'a' {
+			e = errInvalidOrDupFlag // ma names no flag error
 		}
+		return p.metaFail(r, e, next)
+	}
+	switch cmd {
+	case 'g':
+		r.Cmd = CmdMetaGet
+	case 'd':
 		if r.Meta.OpaqueTooLong {
 			return p.metaFail(r, errOpaqueTooLong, next)
 		}
 		r.Cmd = CmdMetaDelete
 	case 'a':
-		r.Delta = 1
-		if e := p.metaFlags(r, p.toks[2:n]); e != nil {
-			return p.metaFail(r, errInvalidOrDupFlag, next)
-		}
 		switch r.Meta.Mode {
 		case 0, 'I', '+', 'D', '-':
 		default:
@@ -185,6 +183,19 @@ func (p *Parser) parseMeta(buf []byte, lineEnd int, r *Request) int {
 	return next
 }
 
+// metaPreparse checks the key's length and the number of tokens, then reads
+// the flags (tokens first to n) like memcached 1.6.45's
+// _meta_flag_preparse.
+func (p *Parser) metaPreparse(r *Request, n, first int) *Error {
+	if len(r.Key) > MaxKeyLen {
+		return errMetaBadFormat
+	}
+	if n > maxMetaTokens {
+		return errFlagsTooLong
+	}
+	return p.metaFlags(r, p.toks[first:n])
+}
+
 // metaFail makes r a CmdError for a meta line: memcached always sends these
 // errors, q or not.
 func (p *Parser) metaFail(r *Request, e *Error, next int) int {
@@ -193,13 +204,15 @@ func (p *Parser) metaFail(r *Request, e *Error, next int) int {
 }
 
 // parseMetaDebug parses "me <key> [b]" (process_meta_command): only a b as
-// the first flag is looked at, every other token is ignored.
+// the first flag is looked at, every other token is ignored. memcached
+// 1.6.45 decodes the key only when another token follows the b (it counts
+// its tokens one short of 1.6.18's, which counted a terminal token).
 func (p *Parser) parseMetaDebug(r *Request, n, next int) int {
-	if n+1 < 3 || len(p.toks[1]) > MaxKeyLen {
+	if len(p.toks[1]) > MaxKeyLen {
 		return fail(r, errMetaBadFormat, next)
 	}
 	r.Key = p.toks[1]
-	if n >= 3 && len(p.toks[2]) == 1 && p.toks[2][0] == 'b' {
+	if n >= 4 && len(p.toks[2]) == 1 && p.toks[2][0] == 'b' {
 		r.Meta.KeyLen = DecodeBase64Key(nil, r.Key)
 		if r.Meta.KeyLen == 0 {
 			return fail(r, errMetaBadFormat, next)
@@ -214,12 +227,13 @@ func (p *Parser) parseMetaDebug(r *Request, n, next int) int {
 // and frames its data block. Errors found once the data length is known
 // swallow the data block, as memcached does.
 func (p *Parser) parseMetaSet(buf []byte, r *Request, n, next int) int {
-	vlen, ok := safeStrtol(p.toks[2])
+	vlen, ok := metaInt32(p.toks[2])
 	if !ok || vlen < 0 || vlen > math.MaxInt32-2 {
 		return fail(r, errMetaBadFormat, next)
 	}
 	size := int(vlen)
-	e := p.metaFlags(r, p.toks[3:n])
+	r.Key = p.toks[1]
+	e := p.metaPreparse(r, n, 3)
 	if e == nil {
 		switch r.Meta.Mode {
 		case 0, 'E', 'A', 'P', 'R', 'S':
@@ -267,15 +281,16 @@ func (p *Parser) parseMetaSet(buf []byte, r *Request, n, next int) int {
 // encoding is remembered and reported after all flags were read, with the
 // message of the last such problem (a bad F token has none of its own and
 // leaves "bad command line format"). The O token's length is checked later,
-// by the command.
+// by the command. Numbers are read as memcached 1.6.45 reads them (see
+// metaInt32).
 func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
-	var seen [2]uint64 // bytes below 127 seen as a flag's first byte
+	var seen [2]uint64 // bytes below 128 seen as a flag's first byte
 	var failed *Error
 	hasError := false
 	m := &r.Meta
 	for _, t := range toks {
-		o := t[0]
-		if o >= 127 || seen[o>>6]&(1<<(o&63)) != 0 {
+		o := t[0] // a letter or a digit (parseMeta checked)
+		if seen[o>>6]&(1<<(o&63)) != 0 {
 			return errDuplicateFlag
 		}
 		seen[o>>6] |= 1 << (o & 63)
@@ -286,7 +301,7 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 				failed, hasError = errDecodingKey, true
 			}
 		case 'N', 'T', 'R':
-			v, ok := safeStrtol(t[1:])
+			v, ok := metaFlagInt32(t)
 			if !ok {
 				failed, hasError = errBadToken, true
 				break
@@ -304,41 +319,43 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 			m.OpaqueTooLong = len(t) > MaxOpaqueLen
 		case 'l', 'P', 'L', 'k', 's', 't', 'c', 'f', 'v', 'h', 'u', 'q', 'I', 'x':
 		case 'F':
-			v, ok := p.parseFlags(t[1:])
+			v, ok := p.metaFlagClientFlags(t)
 			if !ok {
 				hasError = true
 				break
 			}
 			r.Flags = v
 		case 'C':
-			v, ok := safeStrtoull(t[1:])
+			v, ok := metaFlagUint64(t)
 			if !ok {
 				failed, hasError = errBadToken, true
 				break
 			}
 			r.CAS = v
 		case 'E':
-			v, ok := safeStrtoull(t[1:])
+			v, ok := metaFlagUint64(t)
 			if !ok {
 				failed, hasError = errBadToken, true
 				break
 			}
 			m.NewCAS = v
 		case 'M':
-			if len(t) != 2 {
-				failed, hasError = errMLength, true
-				break
+			// memcached 1.6.45 takes the byte after the M, whatever the
+			// token's length: after a lone M, the space or line end that
+			// follows, never a valid mode.
+			m.Mode = ' '
+			if len(t) > 1 {
+				m.Mode = t[1]
 			}
-			m.Mode = t[1]
 		case 'J':
-			v, ok := safeStrtoull(t[1:])
+			v, ok := metaFlagUint64(t)
 			if !ok {
 				failed, hasError = errInitialValue, true
 				break
 			}
 			m.Initial = v
 		case 'D':
-			v, ok := safeStrtoull(t[1:])
+			v, ok := metaFlagUint64(t)
 			if !ok {
 				failed, hasError = errDeltaValue, true
 				break
@@ -356,4 +373,72 @@ func (p *Parser) metaFlags(r *Request, toks [][]byte) *Error {
 		return failed
 	}
 	return nil
+}
+
+// metaFlagClientFlags reads F's token: 32 bits, or 64 with large client
+// flags (memcached built with --enable-large-client-flags); a larger number
+// is refused.
+func (p *Parser) metaFlagClientFlags(t []byte) (uint64, bool) {
+	if p.largeFlags {
+		return metaFlagUint64(t)
+	}
+	if len(t) < 2 {
+		return 0, false
+	}
+	v, ok := metaUint(t[1:], 11, math.MaxUint32)
+	return v, ok
+}
+
+// metaFlagInt32 and metaFlagUint64 read the number after a flag's letter,
+// which must not be empty (mcmc_token_get_flag_arg_32 and _u64).
+func metaFlagInt32(t []byte) (int32, bool) {
+	if len(t) < 2 {
+		return 0, false
+	}
+	return metaInt32(t[1:])
+}
+
+func metaFlagUint64(t []byte) (uint64, bool) {
+	if len(t) < 2 {
+		return 0, false
+	}
+	return metaUint(t[1:], 22, math.MaxUint64)
+}
+
+// metaInt32 reads a number as memcached 1.6.45's meta parser does
+// (mcmc_tokto32): at most 11 bytes, an optional leading '-' and digits only
+// (no '+', no spaces; "-" alone is 0), within 32 bits.
+func metaInt32(s []byte) (int32, bool) {
+	if len(s) > 11 {
+		return 0, false
+	}
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	v, ok := metaUint(s, 11, math.MaxInt32+1)
+	if !ok || (!neg && v > math.MaxInt32) {
+		return 0, false
+	}
+	if neg {
+		return int32(-int64(v)), true
+	}
+	return int32(v), true
+}
+
+// metaUint reads digits only, at most maxLen of them, as a number up to
+// limit (mcmc_toktou32, mcmc_toktou64).
+func metaUint(s []byte, maxLen int, limit uint64) (uint64, bool) {
+	if len(s) > maxLen {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range s {
+		d := uint64(c - '0')
+		if d > 9 || v > (limit-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }

@@ -312,9 +312,10 @@ var textBadInput = []badInput{
 // metaBadInput and binaryBadInput hold the meta and binary protocol cases.
 var (
 	metaBadInput = []badInput{
-		{name: "meta: mg without key", segments: req("mg\r\n"), want: "ERROR\r\n"},
+		{name: "meta: mg without key", segments: req("mg\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "meta without key", mcWant: "ERROR\r\n"},
 		{name: "meta: mg key of 251 bytes", segments: req("mg " + key251 + " v\r\n"), want: "CLIENT_ERROR bad command line format\r\n"},
-		{name: "meta: mg unknown flag", segments: req("mg mt:a !\r\n"), want: "CLIENT_ERROR invalid flag\r\n"},
+		{name: "meta: mg unknown flag", segments: req("mg mt:a a\r\n"), want: "CLIENT_ERROR invalid flag\r\n"},
+		{name: "meta: mg flag that is no letter", segments: req("mg mt:a !\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "meta flag byte", mcWant: "CLIENT_ERROR invalid flag\r\n"},
 		{name: "meta: mg duplicate flag", segments: req("ms mt:b 1\r\nx\r\nmg mt:b v v\r\n"), want: "HD\r\nCLIENT_ERROR duplicate flag\r\n"},
 		{name: "meta: mg bad base64 key", segments: req("mg !!!! b v\r\n"), want: "CLIENT_ERROR error decoding key\r\n"},
 		{name: "meta: mg opaque too long", segments: req("mg mt:c O" + strings.Repeat("o", 40) + "\r\n"), want: "CLIENT_ERROR opaque token too long\r\n"},
@@ -336,7 +337,8 @@ var (
 		{name: "meta: ma incr wraps", segments: req("ms mt:s 1\r\n2\r\nma mt:s v D18446744073709551615\r\n"), want: "HD\r\nVA 1\r\n1\r\n"},
 		{name: "meta: ma decr below 0", segments: req("ms mt:t 1\r\n5\r\nma mt:t MD D10 v\r\n"), want: "HD\r\nVA 1\r\n0\r\n"},
 		{name: "meta: ma missing", segments: req("ma mt:u\r\nma mt:u q\r\nmn\r\n"), want: "NF\r\nNF\r\nMN\r\n"},
-		{name: "meta: md bad flag", segments: req("md mt:v !\r\n"), want: "CLIENT_ERROR invalid or duplicate flag\r\n"},
+		{name: "meta: md bad flag", segments: req("md mt:v a\r\n"), want: "CLIENT_ERROR invalid flag\r\n", newer: "md flag errors", mcWant: "CLIENT_ERROR invalid or duplicate flag\r\n"},
+		{name: "meta: md flag that is no letter", segments: req("md mt:v !\r\n"), want: "CLIENT_ERROR bad command line format\r\n", newer: "meta flag byte", mcWant: "CLIENT_ERROR invalid or duplicate flag\r\n"},
 		{name: "meta: md key of 251 bytes", segments: req("md " + key251 + "\r\n"), want: "CLIENT_ERROR bad command line format\r\n"},
 		{name: "meta: me without key", segments: req("me\r\n"), want: "CLIENT_ERROR bad command line format\r\n"},
 		{name: "meta: mn with arguments", segments: req("mn foo bar\r\n"), want: "MN\r\n"},

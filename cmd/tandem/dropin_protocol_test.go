@@ -125,7 +125,9 @@ func TestMetaFlagsLikeMemcached(t *testing.T) {
 // differs: memcached moves an item's access time only on its second fetch;
 // see docs/protocol.md.)
 func TestMetaDebugLikeMemcached(t *testing.T) {
-	req := "set a 5 0 3\r\nabc\r\nset bb 0 0 1\r\nx\r\nme a\r\nme bb\r\nme zz\r\nme YWJj b\r\nset abc 0 0 1\r\n1\r\nme YWJj b\r\n"
+	// A token after the b: memcached 1.6.45 decodes the key only then
+	// (transcript.Differences, me b), 1.6.18 either way.
+	req := "set a 5 0 3\r\nabc\r\nset bb 0 0 1\r\nx\r\nme a\r\nme bb\r\nme zz\r\nme YWJj b x\r\nset abc 0 0 1\r\n1\r\nme YWJj b x\r\n"
 	mc := testenv.StartMemcached(t)
 	want, _, err := exchange(mc.Addr, req)
 	if err != nil {

@@ -51,7 +51,14 @@ func metaPipeline(rng *rand.Rand, prefix string, n int) string {
 		case 5:
 			fmt.Fprintf(&b, "md %s%s\r\n", key, flags("q", "O"+num(), "k", "I", "T"+num(), "C0"))
 		case 6, 7:
-			fmt.Fprintf(&b, "ma %s%s\r\n", pick(counters...), flags("N"+num(), "J"+num(), "D"+num(), "MI", "MD", "q", "v", "t", "O"+num(), "k", "T"+num()))
+			f := flags("N"+num(), "J"+num(), "D"+num(), "MI", "MD", "q", "v", "t", "O"+num(), "k", "T"+num())
+			if strings.Contains(f, " N") {
+				// q hides the reply of a counter N creates since memcached
+				// 1.6.45 (transcript.Differences, ma N q; shown by the
+				// transcripts), 1.6.18 sends it.
+				f = strings.Replace(f, " q", "", 1)
+			}
+			fmt.Fprintf(&b, "ma %s%s\r\n", pick(counters...), f)
 		default:
 			b.WriteString("mn\r\n")
 		}
@@ -215,8 +222,9 @@ func TestSameUpToTTLTick(t *testing.T) {
 // replayed by TestTranscripts).
 var metaDiffCases = []struct{ name, req string }{
 	{"quiet sets then gets", "ms md1 2 q\r\nab\r\nms md2 2 q T0\r\ncd\r\nmg md1 q v k\r\nmg md3 q v k\r\nmg md2 q v k O7\r\nmn\r\n"},
-	{"quiet errors are sent", "ms md4 2 q\r\nabcdef\r\nmg md4 q ~\r\nma md4 q\r\nmn\r\n"},
-	{"quiet arithmetic", "ma md5 q N0 J7\r\nma md5 q\r\nma md5 q v\r\nmg md5 v\r\nma md5 q MX\r\nmn\r\n"},
+	{"quiet errors are sent", "ms md4 2 q\r\nabcdef\r\nmg md4 q a\r\nma md4 q\r\nmn\r\n"},
+	// A counter created by ma N with q: see transcript.Differences, ma N q.
+	{"quiet arithmetic", "ma md5 N0 J7\r\nma md5 q\r\nma md5 q v\r\nmg md5 v\r\nma md5 q MX\r\nmn\r\n"},
 	{"stale then recache by cas", "ms md6 1\r\nx\r\nmd md6 I q\r\nmg md6 v\r\nmg md6 v\r\nms md6 1 C0 I\r\ny\r\nmg md6 v\r\nmn\r\n"},
 	{"vivify then fill", "mg md7 N30 v\r\nmg md7 N30 v\r\nms md7 3 MR\r\nnew\r\nmg md7 v\r\n"},
 	{"mixed with classic commands", "set md8 5 0 2\r\nab\r\nmg md8 v f\r\nms md8 2 F9\r\ncd\r\nget md8\r\nmd md8 q\r\nget md8\r\nmn\r\n"},

@@ -7,11 +7,10 @@ import (
 	"github.com/tandemcache/tandem/protocol"
 )
 
-// This file executes the meta commands with memcached 1.6.18's replies and
-// the flags memcached 1.6.45 added (E, md x, ms s and N in append mode, mg
-// C; see transcript.Differences):
-// return flags in request order, Z X W after them, q hiding only the
-// uninteresting replies (mg EN, ms/md HD, ma HD/VA on an existing counter).
+// This file executes the meta commands as memcached 1.6.45 does, with the
+// flags it added since 1.6.18 (E, md x, ms s and N in append mode, mg C; see
+// transcript.Differences): return flags in request order, Z X W after them,
+// q hiding only the uninteresting replies (mg EN, ms/md HD, ma HD/VA).
 
 // metaKeyBuf holds a decoded base64 key (at most 3/4 of MaxKeyLen bytes).
 type metaKeyBuf [protocol.MaxKeyLen]byte
@@ -277,9 +276,10 @@ func (h *Handler) metaSet(r *protocol.Request, key, out []byte, cfd int) []byte 
 		case 'c':
 			out = strconv.AppendUint(append(out, " c"...), id, 10)
 		case 's':
-			// memcached 1.6.45: the stored item's size (0 when not stored).
+			// memcached 1.6.45: the stored item's size; when not stored,
+			// the size of the value sent.
 			if outcome != cache.Stored {
-				size = 0
+				size = len(r.Data)
 			}
 			out = strconv.AppendInt(append(out, " s"...), int64(size), 10)
 		}
@@ -352,7 +352,9 @@ func (h *Handler) metaArith(r *protocol.Request, key, out []byte, cfd int) []byt
 	default:
 		return append(appendOpaqueKey(append(out, "NS"...), m, key), "\r\n"...)
 	}
-	if r.Noreply && !res.Created {
+	// q hides the reply of a counter changed or, as in memcached 1.6.45,
+	// created by N (1.6.18 sent the created one's).
+	if r.Noreply {
 		return out
 	}
 	var tmp [20]byte
@@ -389,9 +391,8 @@ func (h *Handler) metaArith(r *protocol.Request, key, out []byte, cfd int) []byt
 	return append(out, "\r\n"...)
 }
 
-// metaDebug answers me with memcached's fields: exp (seconds since the
-// exptime, negative while it is ahead, as memcached prints it; -1 for
-// none), la (seconds since the last access), cas, fetch, cls and size
+// metaDebug answers me with memcached's fields: exp (seconds left until the
+// exptime, as memcached 1.6.45 prints it; -1 for none), la (seconds since the last access), cas, fetch, cls and size
 // (memcached's slab class and item size for such an item).
 //
 // It is the only meta command memcached 1.6.18 counts in cmd_meta.
@@ -417,7 +418,8 @@ func (a meAppender) AppendItem(dst []byte, it cache.Item) []byte {
 	if it.Exptime == 0 {
 		dst = append(dst, "-1"...)
 	} else {
-		dst = strconv.AppendInt(dst, int64(int32(it.Now-it.Exptime)), 10)
+		// memcached 1.6.45 prints the seconds left (1.6.18 their negation).
+		dst = strconv.AppendInt(dst, int64(int32(it.Exptime-it.Now)), 10)
 	}
 	dst = strconv.AppendUint(append(dst, " la="...), uint64(uint32(it.Now-it.LastAccess)), 10)
 	dst = strconv.AppendUint(append(dst, " cas="...), it.CAS, 10)
