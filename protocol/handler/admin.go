@@ -43,9 +43,19 @@ func noreplyLast(args [][]byte) bool {
 
 // slabsCmd answers "slabs reassign <src> <dst>" and "slabs automove
 // <0|1|2>" / "slabs automove ratio <r>". As in memcached, reassign takes
-// exactly two arguments (no noreply) and automove at least one.
+// exactly two arguments (a noreply is a third) and automove at least one.
+// A last noreply silences the reply, whatever it is, as in memcached 1.6.45
+// (newer.go: "admin noreply"; 1.6.18 honoured it for automove only).
 func (h *Handler) slabsCmd(r *protocol.Request, out []byte) []byte {
-	args := r.Args
+	if noreplyLast(r.Args) {
+		_ = h.slabsReply(r.Args, nil)
+		return out
+	}
+	return h.slabsReply(r.Args, out)
+}
+
+// slabsReply appends slabsCmd's reply to out.
+func (h *Handler) slabsReply(args [][]byte, out []byte) []byte {
 	switch {
 	case len(args) == 3 && string(args[0]) == "reassign":
 		src, ok1 := protocol.ParseInt32(args[1])
@@ -62,12 +72,7 @@ func (h *Handler) slabsCmd(r *protocol.Request, out []byte) []byte {
 		}
 		return append(out, protocol.RespOK...)
 	case len(args) >= 2 && string(args[0]) == "automove":
-		noreply := noreplyLast(args)
-		line := h.slabsAutomove(args)
-		if noreply {
-			return out
-		}
-		return appendLine(out, line)
+		return appendLine(out, h.slabsAutomove(args))
 	}
 	return append(out, protocol.RespError...)
 }

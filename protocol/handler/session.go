@@ -137,6 +137,9 @@ func (s *Session) Execute(r *protocol.Request, out []byte) ([]byte, bool) {
 	switch r.Cmd {
 	case protocol.CmdLruCrawler:
 		out = s.lruCrawler(r, out)
+		if noreplyLast(r.Args) {
+			out = out[:before] // newer.go: "admin noreply"
+		}
 	case protocol.CmdWatch:
 		out = s.watchCmd(r, out)
 	default:

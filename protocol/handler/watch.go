@@ -244,14 +244,11 @@ func (s *Session) SetPush(fd int, push func(p []byte) (queued int, err error)) {
 // sends "OK" through push (after every earlier reply) and starts the
 // watcher. A request with earlier replies of the same batch not yet
 // written is refused, as memcached refuses a pipelined watch.
+//
+// noreply is no watch flag: "watch noreply" is ERROR, as in memcached 1.6.45
+// (newer.go: "watch noreply"; 1.6.18 was silent).
 func (s *Session) watchCmd(r *protocol.Request, out []byte) []byte {
-	noreply := len(r.Args) > 0 && string(r.Args[len(r.Args)-1]) == "noreply"
-	fail := func(line string) []byte {
-		if noreply {
-			return out
-		}
-		return appendLine(out, line)
-	}
+	fail := func(line string) []byte { return appendLine(out, line) }
 	if s.h.cfg.DisableWatch {
 		return fail(replyWatchDisabled)
 	}

@@ -63,7 +63,7 @@ func TestWatchCommandReplies(t *testing.T) {
 		{name: "default", input: "watch\r\n", push: true, pushed: "OK\r\n"},
 		{name: "flags", input: "watch fetchers mutations evictions connevents rawcmds sysevents proxyreqs\r\n", push: true, pushed: "OK\r\n"},
 		{name: "unknown flag", input: "watch fetchers bogus\r\n", push: true, want: "ERROR\r\n"},
-		{name: "noreply is a flag", input: "watch noreply\r\n", push: true},
+		{name: "noreply is no flag", input: "watch noreply\r\n", push: true, want: "ERROR\r\n"},
 		{name: "disabled", input: "watch\r\n", push: true, disable: true, want: "CLIENT_ERROR watch commands not allowed\r\n"},
 		{name: "pipelined", input: "version\r\nwatch\r\n", push: true, want: "VERSION 1.6.18\r\nERROR cannot pipeline other commands before watch\r\n"},
 		{name: "no push", input: "watch\r\n", want: "WATCHER_FAILED failed to add log watcher\r\n"},

@@ -39,6 +39,8 @@ var Differences = []Difference{
 	{Name: "extra tokens", What: "a classic command ignores tokens past those it uses and noreply is its last token (set k 0 0 5 noreply foo answers STORED); 1.6.18 answered ERROR. Not delete: memcapable requires delete a b c d e to fail, so tandem keeps 1.6.18's checks"},
 	{Name: "strict numbers", What: "a length, delta, cas unique, touch, gat or flush_all exptime and verbosity level are digits only (a leading - for an exptime) within their type: +5, -0 as a delta, 5\\t-, 5\\r and a length or exptime above 32 bits are refused, a bad length whatever noreply says"},
 	{Name: "command name", What: "the command is the bytes before the first space: leading spaces make a line ERROR (flush_all, verbosity and the admin commands excepted), bget is gone, a NUL is a byte of the line, an unknown command honours a last noreply and closes on a last HTTP/ token"},
+	{Name: "admin noreply", What: "an lru_crawler or slabs line whose last token is noreply is silent whatever its reply (the token still counts as an argument, so lru_crawler crawl 1 noreply is a silent ERROR); 1.6.18 honoured it for slabs automove only"},
+	{Name: "watch noreply", What: "noreply is no watch flag: watch noreply is ERROR (1.6.18 was silent)"},
 	{Name: "shutdown disabled", What: "shutdown without -A answers SERVER_ERROR: shutdown not enabled (1.6.18: ERROR: shutdown not enabled), and a last noreply silences it and the invalid mode error"},
 	// meta commands, 1.6.45
 	{Name: "meta without key", What: "mg, ms, md or ma without a key is CLIENT_ERROR bad command line format, not ERROR"},
