@@ -23,7 +23,16 @@ sha256=c383a2ad8f973b627c3de472702f46ee33b402750de4fd2d25cef65a00140110
 # options (t/flush-all.t's last two cases start one with -F), no debug build
 # (t/expirations.t moves the clock with debugtime). metaget.t's extstore part
 # runs only where the server's -h offers ext_path (tandem's does not).
-files=(t/getset.t t/incrdecr.t t/noreply.t t/flags.t t/metaget.t t/cas.t)
+# Also left out: t/binary.t expects stats settings' domain_socket set whenever
+# the build offers -s, which a server listening on TCP does not have (5,584
+# of its 5,585 cases pass; memcached 1.6.45 fails the same one when run this
+# way), and t/issue_14.t compares total_malloced, memcached's slab allocator's
+# own figure, to the byte.
+files=(t/getset.t t/incrdecr.t t/noreply.t t/flags.t t/metaget.t t/cas.t
+	t/binary-get.t t/bogus-commands.t t/getandtouch.t t/touch.t t/quit.t
+	t/malicious-commands.t t/multiversioning.t t/strtol-testing.t
+	t/issue_3.t t/issue_41.t t/issue_68.t t/issue_70.t t/issue_104.t t/issue_108.t
+	t/issue_152.t t/issue_192.t)
 if (($#)); then
 	files=("$@")
 fi
