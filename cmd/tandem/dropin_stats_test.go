@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"github.com/tandemcache/tandem/cmd/testenv"
 
 	"bufio"
@@ -156,16 +157,19 @@ func TestStatsResetLikeMemcached(t *testing.T) {
 // TestCmdFlushLikeMemcached checks that cmd_flush counts every flush_all
 // received, also one refused by -F or with a bad delay, as memcached.
 func TestCmdFlushLikeMemcached(t *testing.T) {
-	req := "flush_all\r\nflush_all noreply\r\nflush_all abc\r\nflush_all 0 0 0\r\nflush_all -1\r\n" +
-		binRequest(0x08, "", "", "", 1, 0)
+	// flush_all with extra tokens is refused by 1.6.18 and not counted, but
+	// run by 1.6.45 and tandem (transcript.Differences, "extra tokens";
+	// misc.txt): not sent here.
+	req := "flush_all\r\nflush_all noreply\r\nflush_all abc\r\nflush_all -1\r\n" +
+		binRequest(0x08, "", "", "", 1, 0) + "\r\n"
 	for _, flags := range [][]string{nil, {"-F"}} {
 		t.Run(strings.Join(append([]string{"flags"}, flags...), " "), func(t *testing.T) {
 			m := testenv.StartMemcached(t, flags...)
-			mreply, _, _ := exchange(m.Addr, req)
+			mreply := flushReplies(t, m.Addr, req)
 			mv := statsAfter(t, m.Addr, "")
 			forModes(t, func(t *testing.T, mode string) {
 				s := startServer(t, mode, flags...)
-				treply, _, _ := exchange(s.Addr, req)
+				treply := flushReplies(t, s.Addr, req)
 				if treply != mreply {
 					t.Errorf("replies: tandem %q, memcached %q", treply, mreply)
 				}
@@ -295,4 +299,19 @@ func TestTotalConnectionsCountAccepted(t *testing.T) {
 	if d := n(after, "rejected_connections") - n(before, "rejected_connections"); d != 1 {
 		t.Errorf("rejected_connections grew by %d, want 1", d)
 	}
+}
+
+// flushReplies sends TestCmdFlushLikeMemcached's request and returns the
+// four lines that answer it (three flush_all replies, flush_all noreply
+// being silent, and ERROR for the binary request, which a text connection
+// reads as a line, ended here by a line ending). No sentinel: after the
+// binary bytes one was not answered, and waiting for it cost a minute per
+// server and mode.
+func flushReplies(t *testing.T, addr, req string) string {
+	t.Helper()
+	got, _, err := exchangeUntil(addr, req, func(b []byte) bool { return bytes.Count(b, []byte("\r\n")) >= 4 })
+	if err != nil {
+		t.Fatalf("%s: %v", addr, err)
+	}
+	return string(got)
 }
